@@ -1,0 +1,17 @@
+# The two commands of the README. Both set up what they need (tools/setup.sh is idempotent).
+.PHONY: book test bench clean
+
+book:  ## Build the HTML book into _build/html, executing every chapter whose inputs changed.
+	bash tools/setup.sh
+	.venv/bin/python tools/build_book.py
+
+test:  ## Run every test: lint, lib tests, nbval over the chapters, strict book build, browser tests.
+	bash tools/setup.sh --test
+	bash tools/test.sh
+
+bench:  ## Run the benchmarks (not part of the tests).
+	bash tools/setup.sh
+	.venv/bin/python -m benchmarks
+
+clean:
+	rm -rf _build

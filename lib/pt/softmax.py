@@ -1,0 +1,145 @@
+"""Softmax and its relatives on torch tensors: the contract of :mod:`lib.softmax`, built on torch's own
+primitives (``torch.softmax``, ``torch.logsumexp``) so that the two backends are independent oracles for
+each other. Differentiable by autograd; runs on the inputs' device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from ._validate import as_float_tensor, check_axis, check_no_nan_or_posinf
+
+__all__ = [
+    "softmax_naive",
+    "softmax",
+    "log_softmax",
+    "logsumexp",
+    "softmax_vjp",
+    "masked_softmax",
+    "online_softmax",
+    "online_normalizer",
+    "merge_normalizers",
+]
+
+
+def _prepare(x: Any, axis: int, name: str = "x") -> tuple[torch.Tensor, int]:
+    t = as_float_tensor(x, name)
+    ax = check_axis(t, axis, name)
+    check_no_nan_or_posinf(t, name)
+    return t, ax
+
+
+def _check_rows_alive(t: torch.Tensor, ax: int, name: str = "x") -> None:
+    if t.shape[ax] == 0:
+        n_rows = 1
+        for i, n in enumerate(t.shape):
+            n_rows *= n if i != ax else 1
+        if n_rows:
+            raise ValueError(f"{name} has length 0 along axis {ax}; the softmax of an empty row is undefined")
+        return
+    dead = torch.isneginf(t).all(dim=ax)
+    if bool(dead.any()):
+        raise ValueError(
+            f"{name} has a row with no finite entry (all -inf) at index {dead.nonzero()[0].tolist()}; its softmax"
+            " is 0/0. Use masked_softmax, which returns zeros for a fully masked row."
+        )
+
+
+def softmax_naive(x: Any, axis: int = -1) -> torch.Tensor:
+    """``exp(x) / sum(exp(x))`` with no max subtraction; overflows to inf, then nan. Teaching only."""
+    t = as_float_tensor(x, "x")
+    ax = check_axis(t, axis, "x")
+    e = torch.exp(t)
+    return e / e.sum(dim=ax, keepdim=True)
+
+
+def softmax(x: Any, axis: int = -1) -> torch.Tensor:
+    """Numerically stable softmax along ``axis``; see :func:`lib.softmax.softmax`."""
+    t, ax = _prepare(x, axis)
+    _check_rows_alive(t, ax)
+    return torch.softmax(t, dim=ax)
+
+
+def logsumexp(x: Any, axis: int = -1, keepdims: bool = False) -> torch.Tensor:
+    """Stable log-sum-exp; ``-inf`` for a row with no finite entry. See :func:`lib.softmax.logsumexp`."""
+    t, ax = _prepare(x, axis)
+    return torch.logsumexp(t, dim=ax, keepdim=keepdims)
+
+
+def log_softmax(x: Any, axis: int = -1) -> torch.Tensor:
+    """Stable log-softmax; see :func:`lib.softmax.log_softmax`."""
+    t, ax = _prepare(x, axis)
+    _check_rows_alive(t, ax)
+    return torch.log_softmax(t, dim=ax)
+
+
+def softmax_vjp(y: Any, dy: Any, axis: int = -1) -> torch.Tensor:
+    """``y * (dy - sum(y * dy))``: the softmax vector-Jacobian product; see :func:`lib.softmax.softmax_vjp`."""
+    y_t = as_float_tensor(y, "y")
+    dy_t = as_float_tensor(dy, "dy")
+    if y_t.shape != dy_t.shape:
+        raise ValueError(
+            f"y and dy must have the same shape, got y.shape={tuple(y_t.shape)}, dy.shape={tuple(dy_t.shape)}"
+        )
+    ax = check_axis(y_t, axis, "y")
+    return y_t * (dy_t - (y_t * dy_t).sum(dim=ax, keepdim=True))
+
+
+def masked_softmax(x: Any, mask: Any | None, axis: int = -1) -> torch.Tensor:
+    """Softmax over positions where ``mask`` is True; a fully masked row gives zeros (and zero gradient).
+
+    See :func:`lib.softmax.masked_softmax`.
+    """
+    t = as_float_tensor(x, "x")
+    ax = check_axis(t, axis, "x")
+    if mask is None:
+        keep = torch.ones((), dtype=torch.bool, device=t.device)
+    else:
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")
+        if mask.dtype != torch.bool:
+            raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+        keep = mask.to(t.device)
+    try:
+        keep = torch.broadcast_to(keep, t.shape)
+    except RuntimeError:
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to x.shape={tuple(t.shape)}") from None
+    check_no_nan_or_posinf(torch.where(keep, t.detach(), torch.zeros((), dtype=t.dtype, device=t.device)),
+                           "x (at unmasked positions)")
+    if t.shape[ax] == 0:
+        return torch.zeros_like(t)
+    logits = t.masked_fill(~keep, float("-inf"))
+    alive = keep.any(dim=ax, keepdim=True)
+    # Rows with nothing to attend to: give them a harmless 0 logit, then zero their weights.
+    logits = torch.where(alive, logits, torch.zeros((), dtype=t.dtype, device=t.device))
+    return torch.softmax(logits, dim=ax) * alive
+
+
+def online_normalizer(x: Any, axis: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
+    """One-pass running max and rescaled running sum; see :func:`lib.softmax.online_normalizer`."""
+    t, ax = _prepare(x, axis)
+    moved = t.movedim(ax, -1)
+    m = torch.full(moved.shape[:-1], float("-inf"), dtype=t.dtype, device=t.device)
+    l = torch.zeros(moved.shape[:-1], dtype=t.dtype, device=t.device)
+    for j in range(moved.shape[-1]):
+        m, l = merge_normalizers(m, l, moved[..., j], torch.ones_like(l))
+    return m.unsqueeze(ax), l.unsqueeze(ax)
+
+
+def merge_normalizers(
+    m1: torch.Tensor, l1: torch.Tensor, m2: torch.Tensor, l2: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Combine the ``(m, l)`` of two disjoint blocks; see :func:`lib.softmax.merge_normalizers`."""
+    m = torch.maximum(m1, m2)
+    safe = torch.where(torch.isneginf(m), torch.zeros_like(m), m)
+    return m, l1 * torch.exp(m1 - safe) + l2 * torch.exp(m2 - safe)
+
+
+def online_softmax(x: Any, axis: int = -1) -> torch.Tensor:
+    """Softmax with a one-pass normaliser; equals :func:`softmax`."""
+    t, ax = _prepare(x, axis)
+    _check_rows_alive(t, ax)
+    m, l = online_normalizer(t, axis=ax)
+    return torch.exp(t - m) / l
