@@ -82,7 +82,9 @@ def padding_mask(lengths: Any, n: int) -> torch.Tensor:
     if not isinstance(lengths, torch.Tensor):
         lengths = torch.as_tensor(lengths)
     if lengths.ndim != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
-        raise TypeError(f"lengths must be a 1-D tensor of ints, got dtype {lengths.dtype} and shape {tuple(lengths.shape)}")
+        raise TypeError(
+            f"lengths must be a 1-D tensor of ints, got dtype {lengths.dtype} and shape {tuple(lengths.shape)}"
+        )
     if not isinstance(n, int) or n < 0:
         raise ValueError(f"n must be a non-negative int, got {n!r}")
     if bool((lengths < 0).any()) or bool((lengths > n).any()):
