@@ -1,0 +1,382 @@
+"""Tests of lib.multihead (NumPy) and lib.pt.multihead (PyTorch): the backends against each other,
+against torch.nn.MultiheadAttention and torch's SDPA (grouped-query), against an explicit per-head loop,
+parameter and FLOP counts (vs torch's own counters), masks, gradients and bad-input errors."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from hypothesis import given
+from hypothesis import strategies as st
+from torch.utils.flop_counter import FlopCounterMode
+
+import lib.multihead as npm
+import lib.pt.multihead as ptm
+from lib.attention import attention, causal_mask, padding_mask
+
+TOL = {torch.float64: 1e-12, torch.float32: 2e-5}
+
+
+@st.composite
+def mha_case(draw):
+    """Random inputs and weights for one multi-head call: batch dims, lengths, head layout, bias, mask."""
+    h_kv = draw(st.sampled_from([1, 2, 3]))
+    h = h_kv * draw(st.integers(1, 3))
+    d_k = draw(st.integers(1, 4))
+    d_model = h * d_k
+    lead = tuple(draw(st.lists(st.integers(1, 3), max_size=1)))
+    n_q, n_k = draw(st.integers(1, 5)), draw(st.integers(1, 5))
+    cross = draw(st.booleans())
+    bias = draw(st.booleans())
+    rng = np.random.default_rng(draw(st.integers(0, 2**31 - 1)))
+    x_q = rng.normal(size=(*lead, n_q, d_model))
+    x_kv = rng.normal(size=(*lead, n_k, d_model)) if cross else None
+    n_k = n_k if cross else n_q
+    params = npm.init_params(d_model, h, n_kv_heads=h_kv, bias=bias, rng=rng)
+    mask = None
+    if draw(st.booleans()):
+        mshape = draw(st.sampled_from([(n_q, n_k), (h, n_q, n_k), (*lead, 1, n_q, n_k), (*lead, h, n_q, n_k)]))
+        mask = rng.random(size=mshape) < 0.7
+    return x_q, x_kv, params, h, mask
+
+
+def _t(a):
+    return None if a is None else torch.from_numpy(np.ascontiguousarray(a))
+
+
+def _t_params(p: npm.MultiHeadParams) -> npm.MultiHeadParams:
+    return npm.MultiHeadParams(*(_t(a) for a in p))
+
+
+def _loop_over_heads(x_q, x_kv, p: npm.MultiHeadParams, h: int, mask=None):
+    """Eq. mha written the long way: per-head weights are column blocks, one attention call per head."""
+    x_kv = x_q if x_kv is None else x_kv
+    d_k = p.w_q.shape[1] // h
+    h_kv = p.w_k.shape[1] // d_k
+
+    def b(v, cols):
+        return 0.0 if v is None else v[cols]
+
+    heads, weights = [], []
+    for i in range(h):
+        g = i // (h // h_kv)  # the key/value head that query head i shares
+        qc, kc = slice(i * d_k, (i + 1) * d_k), slice(g * d_k, (g + 1) * d_k)
+        q = x_q @ p.w_q[:, qc] + b(p.b_q, qc)
+        k = x_kv @ p.w_k[:, kc] + b(p.b_k, kc)
+        v = x_kv @ p.w_v[:, kc] + b(p.b_v, kc)
+        m = None
+        if mask is not None:
+            lead = np.broadcast_shapes(x_q.shape[:-2], x_kv.shape[:-2])
+            m = np.broadcast_to(mask, (*lead, h, x_q.shape[-2], x_kv.shape[-2]))[..., i, :, :]
+        o, a = attention(q, k, v, m)
+        heads.append(o)
+        weights.append(a)
+    out = np.concatenate(heads, axis=-1) @ p.w_o + (0.0 if p.b_o is None else p.b_o)
+    return out, np.stack(weights, axis=-3)
+
+
+# ---------------------------------------------------------------- forward, three ways
+
+
+@given(mha_case())
+def test_numpy_matches_an_explicit_loop_over_heads(case):
+    x_q, x_kv, p, h, mask = case
+    out, a = npm.multi_head_attention(x_q, x_kv, p, h, mask)
+    ref_out, ref_a = _loop_over_heads(x_q, x_kv, p, h, mask)
+    np.testing.assert_allclose(out, ref_out, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a, np.broadcast_to(ref_a, a.shape), rtol=0, atol=1e-12)
+
+
+@given(mha_case())
+def test_numpy_and_torch_agree_float64(case):
+    x_q, x_kv, p, h, mask = case
+    out, a = npm.multi_head_attention(x_q, x_kv, p, h, mask)
+    out_t, a_t = ptm.multi_head_attention(_t(x_q), _t(x_kv), _t_params(p), h, _t(mask))
+    np.testing.assert_allclose(out_t.numpy(), out, rtol=0, atol=TOL[torch.float64])
+    np.testing.assert_allclose(a_t.numpy(), a, rtol=0, atol=TOL[torch.float64])
+
+
+@given(mha_case())
+def test_numpy_and_torch_agree_float32(case):
+    x_q, x_kv, p, h, mask = case
+    out, _ = npm.multi_head_attention(x_q, x_kv, p, h, mask)  # float64 reference
+    p32 = npm.MultiHeadParams(*(None if t is None else _t(t).float() for t in p))
+    x32 = None if x_kv is None else _t(x_kv).float()
+    out_t, _ = ptm.multi_head_attention(_t(x_q).float(), x32, p32, h, _t(mask))
+    assert out_t.dtype == torch.float32
+    np.testing.assert_allclose(out_t.double().numpy(), out, rtol=0, atol=TOL[torch.float32])
+
+
+@pytest.mark.parametrize("bias", [True, False])
+@pytest.mark.parametrize("cross", [False, True])
+def test_module_matches_torch_nn_multiheadattention(bias, cross):
+    torch.manual_seed(0)
+    d_model, h, B, n_q, n_k = 24, 4, 3, 5, 7
+    ref = torch.nn.MultiheadAttention(d_model, h, bias=bias, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():  # torch initialises in_proj_bias to zero; make the biases count
+        for p in ref.parameters():
+            p.uniform_(-0.5, 0.5)
+    mine = ptm.load_from_torch_mha(ptm.MultiHeadAttention(d_model, h, bias=bias, dtype=torch.float64), ref)
+    x_q = torch.randn(B, n_q, d_model, dtype=torch.float64)
+    x_kv = torch.randn(B, n_k, d_model, dtype=torch.float64) if cross else x_q
+    keep = torch.rand(B, h, n_q, x_kv.shape[1]) < 0.7
+    keep[..., 0] = True  # torch's MHA gives NaN for a fully masked row; the book gives zeros (tested below)
+    for m in (None, keep):
+        # torch's boolean attn_mask means the opposite of the book's: True = may NOT attend.
+        attn_mask = None if m is None else (~m).reshape(B * h, n_q, -1)
+        o_ref, a_ref = ref(x_q, x_kv, x_kv, attn_mask=attn_mask, need_weights=True, average_attn_weights=False)
+        o, a = mine(x_q, None if not cross else x_kv, m)
+        torch.testing.assert_close(o, o_ref, rtol=0, atol=1e-12)
+        torch.testing.assert_close(a, a_ref, rtol=0, atol=1e-12)
+
+
+def test_module_weights_are_the_transposed_linear_weights():
+    m = ptm.MultiHeadAttention(8, 2)
+    p = m.params()
+    assert p.w_q.shape == (8, 8) and torch.equal(p.w_q, m.w_q.weight.T) and p.b_o is m.w_o.bias
+
+
+@pytest.mark.parametrize("h,h_kv", [(4, 4), (4, 2), (4, 1), (6, 3)])
+def test_grouped_query_matches_torch_sdpa_enable_gqa(h, h_kv):
+    torch.manual_seed(1)
+    d_k, B, n = 3, 2, 6
+    m = ptm.MultiHeadAttention(h * d_k, h, n_kv_heads=h_kv, dtype=torch.float64)
+    x = torch.randn(B, n, h * d_k, dtype=torch.float64)
+    mask = torch.tril(torch.ones(n, n, dtype=torch.bool))
+    out, a = m(x, mask=mask)
+    q = ptm.split_heads(m.w_q(x), h)
+    k, v = ptm.split_heads(m.w_k(x), h_kv), ptm.split_heads(m.w_v(x), h_kv)
+    o_ref = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+    torch.testing.assert_close(out, m.w_o(ptm.merge_heads(o_ref)), rtol=0, atol=1e-12)
+    assert a.shape == (B, h, n, n)
+
+
+def test_kv_heads_equal_heads_is_plain_multi_head():
+    p = npm.init_params(12, 4, rng=np.random.default_rng(3))
+    assert p.w_k.shape == (12, 12)
+    x = np.random.default_rng(4).normal(size=(5, 12))
+    out, _ = npm.multi_head_attention(x, None, p, 4)
+    ref, _ = _loop_over_heads(x, None, p, 4)
+    np.testing.assert_allclose(out, ref, atol=1e-12)
+
+
+def test_one_head_is_single_head_attention_between_projections():
+    p = npm.init_params(6, 1, rng=np.random.default_rng(5))
+    x = np.random.default_rng(6).normal(size=(4, 6))
+    o, _ = attention(x @ p.w_q + p.b_q, x @ p.w_k + p.b_k, x @ p.w_v + p.b_v)
+    np.testing.assert_allclose(npm.multi_head_attention(x, None, p, 1)[0], o @ p.w_o + p.b_o, atol=1e-13)
+
+
+# ---------------------------------------------------------------- split / merge
+
+
+@given(st.integers(1, 4), st.integers(0, 4), st.integers(1, 3), st.lists(st.integers(1, 3), max_size=2))
+def test_split_then_merge_is_the_identity_and_split_takes_column_blocks(h, n, d, lead):
+    x = np.random.default_rng(0).normal(size=(*lead, n, h * d))
+    s = npm.split_heads(x, h)
+    assert s.shape == (*lead, h, n, d)
+    for i in range(h):
+        np.testing.assert_array_equal(s[..., i, :, :], x[..., i * d:(i + 1) * d])
+    np.testing.assert_array_equal(npm.merge_heads(s), x)
+    st_ = ptm.split_heads(torch.from_numpy(x), h)
+    np.testing.assert_array_equal(st_.numpy(), s)
+    np.testing.assert_array_equal(ptm.merge_heads(st_).numpy(), x)
+
+
+def test_repeat_kv_groups_are_contiguous():
+    x = np.arange(2 * 1 * 1, dtype=float).reshape(2, 1, 1)  # h_kv = 2 heads
+    np.testing.assert_array_equal(npm.repeat_kv(x, 3)[:, 0, 0], [0, 0, 0, 1, 1, 1])
+    np.testing.assert_array_equal(ptm.repeat_kv(torch.from_numpy(x), 3)[:, 0, 0].numpy(), [0, 0, 0, 1, 1, 1])
+
+
+# ---------------------------------------------------------------- masks
+
+
+def test_causal_mask_output_row_ignores_later_tokens():
+    rng = np.random.default_rng(7)
+    p = npm.init_params(8, 2, rng=rng)
+    x = rng.normal(size=(2, 6, 8))
+    out, a = npm.multi_head_attention(x, None, p, 2, causal_mask(6))
+    x2 = x.copy()
+    x2[:, 4:] += 10.0 * rng.normal(size=(2, 2, 8))
+    out2, _ = npm.multi_head_attention(x2, None, p, 2, causal_mask(6))
+    np.testing.assert_allclose(out2[:, :4], out[:, :4], atol=1e-12)
+    assert not np.allclose(out2[:, 4:], out[:, 4:])
+    assert (a[..., ~causal_mask(6)] == 0).all()
+
+
+def test_padding_mask_with_head_axis_zeroes_padded_keys():
+    rng = np.random.default_rng(8)
+    p = npm.init_params(8, 4, rng=rng)
+    x = rng.normal(size=(2, 5, 8))
+    mask = padding_mask(np.array([3, 5]), 5)[:, None]  # (B, 1, 1, n_k)
+    _, a = npm.multi_head_attention(x, None, p, 4, mask)
+    assert (a[0, :, :, 3:] == 0).all() and (a[0, :, :, :3] > 0).all()
+    np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-12)
+
+
+def test_fully_masked_query_row_outputs_the_output_bias():
+    rng = np.random.default_rng(9)
+    p = npm.init_params(6, 3, rng=rng)
+    mask = np.ones((4, 4), dtype=bool)
+    mask[2] = False
+    out, a = npm.multi_head_attention(rng.normal(size=(4, 6)), None, p, 3, mask)
+    assert (a[:, 2] == 0).all()
+    np.testing.assert_allclose(out[2], p.b_o, atol=1e-15)
+
+
+# ---------------------------------------------------------------- gradients
+
+
+def test_gradcheck_through_the_module_with_a_mask():
+    torch.manual_seed(2)
+    m = ptm.MultiHeadAttention(6, 3, n_kv_heads=1, dtype=torch.float64)
+    x = torch.randn(2, 4, 6, dtype=torch.float64, requires_grad=True)
+    mask = torch.from_numpy(causal_mask(4))
+    assert torch.autograd.gradcheck(lambda t: m(t, mask=mask)[0], (x,))
+    m(x, mask=mask)[0].sum().backward()
+    assert all(p.grad is not None and torch.isfinite(p.grad).all() for p in m.parameters())
+
+
+# ---------------------------------------------------------------- parameters and FLOPs
+
+
+@pytest.mark.parametrize("d_model,h", [(8, 1), (8, 2), (8, 8), (512, 8), (768, 12)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_param_count_formula_matches_both_modules(d_model, h, bias):
+    want = 4 * d_model**2 + (4 * d_model if bias else 0)
+    assert npm.param_count(d_model, h, bias=bias) == want
+    ref = torch.nn.MultiheadAttention(d_model, h, bias=bias, batch_first=True)
+    assert sum(p.numel() for p in ref.parameters()) == want
+    assert sum(p.numel() for p in ptm.MultiHeadAttention(d_model, h, bias=bias).parameters()) == want
+
+
+@pytest.mark.parametrize("h,h_kv", [(8, 8), (8, 4), (8, 1)])
+def test_grouped_query_param_count(h, h_kv):
+    d = 64
+    d_kv = h_kv * d // h
+    want = 2 * d * d + 2 * d * d_kv + 2 * d + 2 * d_kv
+    assert npm.param_count(d, h, n_kv_heads=h_kv) == want
+    assert sum(p.numel() for p in ptm.MultiHeadAttention(d, h, n_kv_heads=h_kv).parameters()) == want
+
+
+@pytest.mark.parametrize("h", [1, 2, 4, 8, 16])
+def test_flops_do_not_depend_on_the_number_of_heads(h):
+    n, d = 10, 64
+    f = npm.multi_head_flops(n, n, d, h)
+    assert f["total"] == 2 * (4 * n * d * d + 2 * n * n * d)  # FLOPS_PER_MAC = 2
+    assert f["scores"] == f["weighted_sum"] == 2 * n * n * d
+
+
+@pytest.mark.parametrize("h,h_kv,n_q,n_k", [(4, 4, 5, 5), (4, 2, 3, 7), (8, 1, 6, 6)])
+def test_flop_count_matches_torch_flop_counter(h, h_kv, n_q, n_k):
+    d = 32
+    m = ptm.MultiHeadAttention(d, h, n_kv_heads=h_kv, bias=False)
+    x_q, x_kv = torch.randn(1, n_q, d), torch.randn(1, n_k, d)
+    with FlopCounterMode(display=False) as counter:
+        m(x_q, x_kv)
+    assert counter.get_total_flops() == npm.multi_head_flops(n_q, n_k, d, h, h_kv)["total"]
+
+
+def test_matmul_flops():
+    assert npm.matmul_flops(2, 3, 4, batch=5) == 2 * 2 * 3 * 4 * 5
+    with pytest.raises(ValueError, match="k must be a non-negative int"):
+        npm.matmul_flops(2, -1, 3)
+
+
+# ---------------------------------------------------------------- bad inputs
+
+
+def test_d_model_not_divisible_by_heads():
+    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by n_heads=3"):
+        ptm.MultiHeadAttention(10, 3)
+    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by n_heads=4"):
+        npm.init_params(10, 4)
+    with pytest.raises(ValueError, match=r"d_model=10 is not divisible by n_heads=3"):
+        npm.param_count(10, 3)
+
+
+def test_heads_not_divisible_by_kv_heads():
+    with pytest.raises(ValueError, match=r"n_heads=6 is not divisible by n_kv_heads=4"):
+        ptm.MultiHeadAttention(12, 6, n_kv_heads=4)
+    with pytest.raises(ValueError, match=r"n_heads=6 is not divisible by n_kv_heads=4"):
+        npm.check_head_config(12, 6, 4)
+
+
+@pytest.mark.parametrize("bad", [0, -2, 2.0, True, None])
+def test_bad_head_counts(bad):
+    with pytest.raises(ValueError, match="n_heads must be a positive int"):
+        npm.check_head_config(8, bad)
+
+
+def test_wrong_input_width_and_rank():
+    m = ptm.MultiHeadAttention(8, 2)
+    with pytest.raises(ValueError, match=r"params.w_q has 8 input rows but the inputs have width d_model=6"):
+        m(torch.randn(1, 3, 6))
+    with pytest.raises(ValueError, match=r"x_q has width 8 but x_kv has width 4"):
+        m(torch.randn(1, 3, 8), torch.randn(1, 3, 4))
+    with pytest.raises(ValueError, match=r"x_q must have at least 2 dimensions"):
+        m(torch.randn(8))
+    with pytest.raises(ValueError, match=r"batch dimensions of x_q and x_kv do not broadcast"):
+        m(torch.randn(2, 3, 8), torch.randn(3, 3, 8))
+    with pytest.raises(TypeError, match=r"x_q must have a floating dtype"):
+        m(torch.ones(1, 3, 8, dtype=torch.long))
+
+
+def test_bad_masks():
+    p = npm.init_params(8, 2)
+    x = np.zeros((3, 8))
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 4\) does not broadcast to the scores' shape \(2, 3, 3\)"):
+        npm.multi_head_attention(x, None, p, 2, np.ones((3, 4), dtype=bool))
+    with pytest.raises(TypeError, match="mask must be boolean"):
+        npm.multi_head_attention(x, None, p, 2, np.ones((3, 3)))
+    m = ptm.MultiHeadAttention(8, 2)
+    with pytest.raises(TypeError, match="mask must be a torch.Tensor"):
+        m(torch.zeros(1, 3, 8), mask=np.ones((3, 3), dtype=bool))
+
+
+def test_bad_params():
+    p = npm.init_params(8, 2)
+    x = np.zeros((3, 8))
+    with pytest.raises(TypeError, match="params must be a MultiHeadParams"):
+        npm.multi_head_attention(x, None, tuple(p), 2)
+    with pytest.raises(ValueError, match=r"params.w_q has 8 output columns, not divisible by n_heads=3"):
+        npm.multi_head_attention(x, None, p, 3)
+    with pytest.raises(ValueError, match=r"params.b_v must have shape \(8,\)"):
+        npm.multi_head_attention(x, None, p._replace(b_v=np.zeros(7)), 2)
+    with pytest.raises(ValueError, match=r"params.w_v must have shape \(d_model=8, h_kv\*d_k\) like w_k"):
+        npm.multi_head_attention(x, None, p._replace(w_v=np.zeros((8, 4))), 2)
+    with pytest.raises(ValueError, match=r"params.w_o must have h\*d_v=8 input rows"):
+        npm.multi_head_attention(x, None, p._replace(w_o=np.zeros((4, 8))), 2)
+
+
+def test_bad_split_and_merge():
+    with pytest.raises(ValueError, match=r"x has width 7, which is not divisible by h=2 heads"):
+        npm.split_heads(np.zeros((3, 7)), 2)
+    with pytest.raises(ValueError, match=r"x has width 7, which is not divisible by h=2 heads"):
+        ptm.split_heads(torch.zeros(3, 7), 2)
+    with pytest.raises(ValueError, match=r"x must have at least 3 dimensions \(\.\.\., h, n, d\)"):
+        npm.merge_heads(np.zeros((3, 4)))
+    with pytest.raises(ValueError, match="h must be a positive int"):
+        ptm.split_heads(torch.zeros(3, 4), 0)
+
+
+def test_load_from_torch_mha_refuses_a_mismatch():
+    with pytest.raises(ValueError, match=r"cannot load nn.MultiheadAttention\(embed_dim=8, num_heads=4\)"):
+        ptm.load_from_torch_mha(ptm.MultiHeadAttention(8, 2), torch.nn.MultiheadAttention(8, 4))
+    with pytest.raises(ValueError, match="bias mismatch"):
+        ptm.load_from_torch_mha(ptm.MultiHeadAttention(8, 2, bias=False), torch.nn.MultiheadAttention(8, 2))
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_module_runs_on_cuda_and_matches_cpu():
+    torch.manual_seed(0)
+    m = ptm.MultiHeadAttention(16, 4, n_kv_heads=2, dtype=torch.float64)
+    x = torch.randn(2, 5, 16, dtype=torch.float64)
+    mask = torch.from_numpy(causal_mask(5))
+    o_cpu, a_cpu = m(x, mask=mask)
+    o_gpu, a_gpu = m.cuda()(x.cuda(), mask=mask.cuda())
+    assert o_gpu.device.type == "cuda"
+    torch.testing.assert_close(o_gpu.cpu(), o_cpu, rtol=0, atol=1e-12)
+    torch.testing.assert_close(a_gpu.cpu(), a_cpu, rtol=0, atol=1e-12)
