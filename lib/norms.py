@@ -25,7 +25,10 @@ Backward, for an upstream gradient :math:`dy = \partial L/\partial y` and :math:
 
 where the bar is the mean over the ``d`` features of one token. Numerical notes: a constant row has
 ``sigma^2 = 0``, so ``x_hat = 0`` and ``r = 1/sqrt(eps)``; ``eps`` must be positive for that row to be
-finite. Non-finite inputs are refused (a single ``inf`` would make the whole row NaN).
+finite. Non-finite inputs are refused (a single ``inf`` would make the whole row NaN). float16 input is
+normalised with float32 statistics and the result cast back (``torch.nn.LayerNorm`` does the same): in
+float16 the squares of activations above 256 overflow (:math:`256^2 = 65536 > 65504`), the variance becomes
+``inf`` and every output of the row silently becomes ``beta``.
 """
 
 from __future__ import annotations
@@ -93,13 +96,15 @@ def layer_norm_steps(
     d = x.shape[-1]
     gamma = _check_param(gamma, "gamma", d, x.dtype, 1.0)
     beta = _check_param(beta, "beta", d, x.dtype, 0.0)
+    out_dtype = x.dtype
+    x = x.astype(np.promote_types(x.dtype, np.float32), copy=False)  # float16: statistics in float32
     mu = x.mean(axis=-1, keepdims=True)  # (..., 1)
     xc = x - mu  # (..., d)
     var = (xc * xc).mean(axis=-1, keepdims=True)  # (..., 1), biased: divide by d
     rstd = 1.0 / np.sqrt(var + x.dtype.type(eps))  # (..., 1); eps inside the square root
     x_hat = xc * rstd  # (..., d)
     y = gamma * x_hat + beta  # (..., d)
-    return LayerNormSteps(mu=mu, var=var, rstd=rstd, x_hat=x_hat, y=y.astype(x.dtype, copy=False))
+    return LayerNormSteps(mu=mu, var=var, rstd=rstd, x_hat=x_hat, y=y.astype(out_dtype, copy=False))
 
 
 def layer_norm(
@@ -138,4 +143,4 @@ def layer_norm_backward(
     g_mean = g.mean(axis=-1, keepdims=True)  # (..., 1)
     gx_mean = (g * st.x_hat).mean(axis=-1, keepdims=True)  # (..., 1)
     dx = st.rstd * (g - g_mean - st.x_hat * gx_mean)  # (..., d)
-    return dx, dgamma, dbeta
+    return dx.astype(x.dtype, copy=False), dgamma.astype(x.dtype, copy=False), dbeta

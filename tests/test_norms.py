@@ -192,3 +192,18 @@ def test_type_errors_name_the_argument():
         ptn.LayerNorm(0)
     with pytest.raises(ValueError, match="x must have width d=4"):
         ptn.LayerNorm(4)(torch.ones(2, 3))
+
+
+def test_float16_uses_float32_statistics_instead_of_overflowing():
+    rng = np.random.default_rng(0)
+    x = (rng.normal(size=(4, 64)) * 300).astype(np.float16)  # squares overflow float16 (max 65504)
+    with np.errstate(over="ignore"):
+        naive_var = ((x - x.mean(axis=-1, keepdims=True)) ** 2).mean(axis=-1)
+    assert np.isinf(naive_var).all()
+    y = npn.layer_norm(x)
+    assert y.dtype == np.float16
+    want = torch.nn.functional.layer_norm(torch.from_numpy(x), (64,)).numpy()
+    np.testing.assert_allclose(y.astype(np.float64), want.astype(np.float64), atol=4e-3)
+    np.testing.assert_allclose(ptn.layer_norm(torch.from_numpy(x)).numpy().astype(np.float64),
+                               want.astype(np.float64), atol=4e-3)
+    assert np.abs(y.astype(np.float64)).max() > 1.0  # not collapsed to beta = 0

@@ -60,10 +60,13 @@ def layer_norm(
     x = _check_x(x)
     d = x.shape[-1]
     gamma, beta = _check_param(gamma, "gamma", d), _check_param(beta, "beta", d)
+    out_dtype = x.dtype
+    if x.dtype in (torch.float16, torch.bfloat16):
+        x = x.float()  # statistics in float32, as torch.nn.LayerNorm computes them
     mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
     xc = x - mu  # (..., d)
     var = (xc * xc).mean(dim=-1, keepdim=True)  # (..., 1), biased
-    y = xc * torch.rsqrt(var + eps)  # (..., d): x_hat, eps inside the square root
+    y = (xc * torch.rsqrt(var + eps)).to(out_dtype)  # (..., d): x_hat, eps inside the square root
     if gamma is not None:
         y = y * gamma
     if beta is not None:
