@@ -108,6 +108,34 @@ def test_numpy_and_torch_agree_float32(case):
     np.testing.assert_allclose(out_t.double().numpy(), out, rtol=0, atol=TOL[torch.float32])
 
 
+@pytest.mark.parametrize("dtype,rel_tol", [(torch.float16, 5e-3), (torch.bfloat16, 3e-2)])
+def test_half_precision_against_the_float64_reference(dtype, rel_tol):
+    """Half precision: error relative to the largest output entry, over several seeds (fp16 has 11 bits of
+    mantissa, bf16 8, so their unit roundoffs are 4.9e-4 and 3.9e-3)."""
+    for seed in range(5):
+        rng = np.random.default_rng(seed)
+        p = npm.init_params(32, 4, n_kv_heads=2, rng=rng)
+        x = rng.normal(size=(2, 7, 32))
+        out, _ = npm.multi_head_attention(x, None, p, 4)
+        p_low = npm.MultiHeadParams(*(_t(t).to(dtype) for t in p))
+        out_t, a_t = ptm.multi_head_attention(_t(x).to(dtype), None, p_low, 4)
+        assert out_t.dtype == dtype and torch.isfinite(out_t).all()
+        assert np.abs(out_t.double().numpy() - out).max() <= rel_tol * np.abs(out).max()
+
+
+def test_empty_sequences():
+    p = npm.init_params(16, 4)
+    x = np.zeros((2, 0, 16))
+    out, a = npm.multi_head_attention(x, None, p, 4)
+    assert out.shape == (2, 0, 16) and a.shape == (2, 4, 0, 0)
+    out_t, a_t = ptm.MultiHeadAttention(16, 4)(torch.zeros(2, 0, 16))
+    assert out_t.shape == (2, 0, 16) and a_t.shape == (2, 4, 0, 0)
+    # queries but no keys: every row is fully masked, so the output is the output bias
+    out, a = npm.multi_head_attention(np.ones((3, 16)), np.zeros((0, 16)), p, 4)
+    assert a.shape == (4, 3, 0)
+    np.testing.assert_allclose(out, np.broadcast_to(p.b_o, (3, 16)))
+
+
 @pytest.mark.parametrize("bias", [True, False])
 @pytest.mark.parametrize("cross", [False, True])
 def test_module_matches_torch_nn_multiheadattention(bias, cross):

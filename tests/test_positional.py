@@ -238,6 +238,13 @@ def test_torch_module_is_permutation_equivariant():
 # ---------------------------------------------------------------- bad inputs
 
 
+def test_empty_inputs():
+    assert npp.sinusoidal_encoding(0, 6).shape == (0, 6)
+    assert ptp.sinusoidal_encoding(0, 6).shape == (0, 6)
+    assert npp.apply_rope(np.zeros((2, 0, 4))).shape == (2, 0, 4)
+    assert ptp.apply_rope(torch.zeros(2, 0, 4)).shape == (2, 0, 4)
+
+
 def test_bad_sizes():
     with pytest.raises(ValueError, match="n_positions must be a non-negative int, got -1"):
         npp.sinusoidal_encoding(-1, 8)
