@@ -232,12 +232,16 @@ def multi_head_attention(
 
     Each head calls :func:`lib.attention.attention` with the scale ``1/sqrt(d_k)`` of its own width.
     A fully masked query row gives zero weights in every head and an output row equal to ``b_o``.
+    A NaN or infinite input is refused with a ``ValueError`` naming the argument and the position.
     """
     x_q = as_float_array(x_q, "x_q")
     x_kv = x_q if x_kv is None else as_float_array(x_kv, "x_kv")
     for name, x in (("x_q", x_q), ("x_kv", x_kv)):
         if x.ndim < 2:
             raise ValueError(f"{name} must have at least 2 dimensions (..., n, d_model), got shape {x.shape}")
+        if not np.isfinite(x).all():
+            bad = np.argwhere(~np.isfinite(x))[0].tolist()
+            raise ValueError(f"{name} contains {x[tuple(bad)]} at {bad} ({name}.shape={x.shape})")
     if x_q.shape[-1] != x_kv.shape[-1]:
         raise ValueError(
             f"x_q has width {x_q.shape[-1]} but x_kv has width {x_kv.shape[-1]}"

@@ -352,6 +352,17 @@ def test_wrong_input_width_and_rank():
         m(torch.ones(1, 3, 8, dtype=torch.long))
 
 
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_non_finite_inputs_are_refused_naming_the_argument(bad):
+    p = npm.init_params(8, 2)
+    x = np.zeros((2, 3, 8))
+    x[1, 2, 5] = bad
+    with pytest.raises(ValueError, match=r"x_kv contains (nan|inf|-inf) at \[1, 2, 5\]"):
+        npm.multi_head_attention(np.zeros((2, 3, 8)), x, p, 2)
+    with pytest.raises(ValueError, match=r"x_q contains (nan|inf|-inf) at \[1, 2, 5\]"):
+        ptm.MultiHeadAttention(8, 2)(torch.from_numpy(x).float())
+
+
 def test_bad_masks():
     p = npm.init_params(8, 2)
     x = np.zeros((3, 8))

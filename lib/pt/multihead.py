@@ -100,6 +100,10 @@ def multi_head_attention(
             raise ValueError(
                 f"{name} must have at least 2 dimensions (..., n, d_model), got shape {tuple(x.shape)}"
             )
+        finite = torch.isfinite(x)
+        if not bool(finite.all()):
+            bad = (~finite).nonzero()[0].tolist()
+            raise ValueError(f"{name} contains {x[tuple(bad)].item()} at {bad} ({name}.shape={tuple(x.shape)})")
     if x_q.shape[-1] != x_kv.shape[-1]:
         raise ValueError(
             f"x_q has width {x_q.shape[-1]} but x_kv has width {x_kv.shape[-1]}"
