@@ -55,6 +55,7 @@ __all__ = [
     "merge_partials",
     "tiled_attention",
     "tiled_attention_backward",
+    "io_elements",
 ]
 
 
@@ -287,3 +288,33 @@ def _as_same(x: Any, name: str, dtype: np.dtype, shape: tuple[int, ...]) -> np.n
     if arr.dtype != dtype:
         raise TypeError(f"{name} must have q's dtype {dtype}, got {arr.dtype}")
     return arr
+
+
+def io_elements(n_q: int, n_k: int, d_k: int, d_v: int, block_size: int, *, causal: bool = False) -> dict[str, int]:
+    r"""Elements moved between slow memory (a GPU's HBM, a CPU's RAM) and fast memory (SRAM, cache) by one
+    forward pass for one leading index: ``{"naive": ..., "tiled": ...}``.
+
+    ``naive`` is standard attention as Dao et al. (2022, Algorithm 0) write it: read Q, K; write S; read S,
+    write P; read P and V; write O:
+
+    .. math:: n_q d_k + n_k d_k + 4\, n_q n_k + n_k d_v + n_q d_v \qquad\text{(eq. io-naive)}
+
+    (a causal mask changes nothing: the naive kernel masks, it does not skip). ``tiled`` is
+    :func:`tiled_attention`: each query block is read once and its output and ``lse`` written once, and
+    every visited tile (:func:`tile_schedule`) reads its keys and values:
+
+    .. math:: n_q d_k + \sum_{\text{tiles}} (k_1 - k_0)(d_k + d_v) + n_q (d_v + 1)
+              \;=\; n_q d_k + \lceil n_q / b \rceil\, n_k (d_k + d_v) + n_q (d_v + 1) \text{ without a mask}
+              \qquad\text{(eq. io-tiled)}
+
+    The fast memory must hold one query block's Q, running (m, l, o), one K/V tile and the b x b scores:
+    :math:`b(2 d_k + 2 d_v + 2) + b^2` elements. The n² term of the naive count becomes
+    :math:`n^2 (d_k + d_v) / b`: fewer elements moved whenever :math:`b > (d_k + d_v)/4`.
+    """
+    tiles = tile_schedule(n_q, n_k, block_size, causal=causal)
+    for name, d in (("d_k", d_k), ("d_v", d_v)):
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
+            raise ValueError(f"{name} must be a positive int, got {d!r}")
+    naive = n_q * d_k + n_k * d_k + 4 * n_q * n_k + n_k * d_v + n_q * d_v
+    tiled = n_q * d_k + sum((t.k1 - t.k0) * (d_k + d_v) for t in tiles) + n_q * (d_v + 1)
+    return {"naive": int(naive), "tiled": int(tiled)}

@@ -268,6 +268,21 @@ def test_schedule_skips_only_fully_masked_tiles_and_marks_diagonals(n_q, n_k, bl
                 assert visited[q0, k0].diagonal == (not sub.all()), (q0, k0)
 
 
+@pytest.mark.parametrize("n,block", [(256, 64), (1000, 128), (4096, 128), (100, 7)])
+def test_io_counts_closed_forms_and_the_causal_saving(n, block):
+    d = 64
+    io = nt.io_elements(n, n, d, d, block)
+    assert io["naive"] == 4 * n * d + 4 * n * n
+    assert io["tiled"] == n * d + -(-n // block) * n * 2 * d + n * (d + 1)
+    causal = nt.io_elements(n, n, d, d, block, causal=True)
+    assert causal["naive"] == io["naive"]
+    assert causal["tiled"] < io["tiled"]
+    if n % block == 0:  # every tile has `block` rows, so the keys read are the computed pairs / block
+        assert causal["tiled"] - n * d - n * (d + 1) == causal_block_pairs(n, block) // block * 2 * d
+    with pytest.raises(ValueError, match="d_k must be a positive int"):
+        nt.io_elements(n, n, 0, d, block)
+
+
 # ---------------------------------------------------------------- edge cases
 
 
