@@ -22,12 +22,14 @@ Run ``python -m lib.sizing CONFIG.json`` for the capacity planner's report (see 
 from __future__ import annotations
 
 import argparse
+import html
 import json
 import math
 import re
 import sys
 import warnings
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -60,6 +62,8 @@ __all__ = [
     "GPUPlan",
     "plan_gpus",
     "report",
+    "format_report",
+    "planner_html",
     "main",
 ]
 
@@ -594,6 +598,27 @@ def format_report(r: dict[str, Any]) -> str:
         f"{g['sequences_per_replica']} sequences fit per replica)",
     ]
     return "\n".join(lines)
+
+
+def planner_html(presets: dict[str, ModelConfig], element_id: str = "capacity-planner") -> str:
+    """HTML for the in-page calculator: a ``<div>`` carrying the presets' configurations and
+    ``BYTES_PER_DTYPE`` as JSON, then ``lib/web/planner.js`` inline in a ``<script>`` (no kernel, no network).
+
+    The script re-implements :func:`parameter_count`, :func:`model_kv_bytes_per_token`, :func:`tp_layout` and
+    :func:`plan_gpus` in JavaScript; the browser test checks it against these functions.
+    """
+    if not presets:
+        raise ValueError("presets must name at least one model configuration")
+    if not re.fullmatch(r"[A-Za-z][\w-]*", element_id):
+        raise ValueError(f"element_id must be a simple HTML id, got {element_id!r}")
+    script = (Path(__file__).parent / "web" / "planner.js").read_text(encoding="utf-8")
+    if "</script" in script.lower():
+        raise ValueError("planner.js must not contain '</script'")
+    data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: asdict(c) for name, c in presets.items()}}
+    return (
+        f'<div id="{element_id}" class="capacity-planner mathjax_ignore" '
+        f'data-planner="{html.escape(json.dumps(data), quote=True)}"></div>\n<script>\n{script}</script>'
+    )
 
 
 def _positive_int(text: str) -> int:
