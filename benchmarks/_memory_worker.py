@@ -1,7 +1,8 @@
 """One attention forward pass in a fresh process, for a clean peak: ``python -m benchmarks._memory_worker``.
 
 Prints one JSON object: the peak of NumPy's allocations during the call (tracemalloc sees every NumPy array),
-the growth of the process's peak resident size (``ru_maxrss``) over the call, and the call's wall time
+the growth of the process's peak resident size over the call (``VmHWM`` after resetting it, else
+``ru_maxrss``), and the call's wall time
 measured in separate, untraced calls. Used by :mod:`benchmarks.__main__`; not meant to be run by hand.
 """
 
@@ -19,8 +20,29 @@ from lib.attention import attention
 from lib.tiled import tiled_attention
 
 
-def _rss_peak_bytes() -> int:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024  # Linux reports KiB
+def _status_bytes(key: str) -> int | None:
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1]) * 1024  # reported in kB (KiB)
+    except OSError:
+        pass
+    return None
+
+
+def _rss_start() -> int:
+    """Reset the peak resident size where Linux allows it (``/proc/self/clear_refs``), return the baseline."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")  # resets VmHWM to the current VmRSS
+        return _status_bytes("VmRSS") or 0
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def _rss_peak() -> int:
+    return _status_bytes("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
 
 
 def main() -> None:
@@ -41,13 +63,13 @@ def main() -> None:
         def run():
             return tiled_attention(q, k, v, block_size=args.block)[0]
 
-    rss_before = _rss_peak_bytes()
+    rss_before = _rss_start()
     tracemalloc.start()
     base, _ = tracemalloc.get_traced_memory()
     out = run()
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
-    rss_growth = _rss_peak_bytes() - rss_before
+    rss_growth = _rss_peak() - rss_before
     checksum = float(np.abs(out).sum())
     del out
     times = []
