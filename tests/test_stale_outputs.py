@@ -114,7 +114,8 @@ def test_clear_stale_outputs_only_on_change(tmp_path: Path) -> None:
     assert (build / ".jupyter_cache").exists() and (build / ".doctrees").exists()
     assert bb.clear_stale_outputs(build, d1) is True
     assert not any((build / d).exists() for d in (".jupyter_cache", ".doctrees", "jupyter_execute"))
-    assert not (build / ".inputs.sha256").exists()
+    assert (build / ".inputs.sha256").read_text().strip() == d1  # a failed build will not clear again
+    assert bb.clear_stale_outputs(build, d1) is False
 
 
 @pytest.mark.parametrize("integrity", ["sha512-AAAA", "sha512-" + "A" * 86 + "=="])

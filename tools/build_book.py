@@ -8,9 +8,10 @@ Two things a plain ``jupyter-book build`` gets wrong for this book, and what thi
    ``lib/`` therefore leaves old outputs in the book twice over: clearing the execution cache alone does
    nothing, because Sphinx never asks for the unchanged notebook again. This script hashes every input a
    chapter's outputs depend on besides its own code (``lib/``, the requirements) and, when the hash differs
-   from the one stored by the last successful build, removes both the execution cache and the Sphinx
+   from the one stored when the cache was last cleared, removes both the execution cache and the Sphinx
    environment, so every chapter is re-executed. When nothing changed, the cached outputs are reused and
-   the build is fast. (``tests/test_stale_outputs.py`` proves it on a throw-away copy.)
+   the build is fast. (If ``lib/`` changes *during* a build, rebuild: the hash is taken at the start.)
+   ``tests/test_stale_outputs.py`` proves it on a throw-away copy.
 2. **Offline HTML.** Sphinx links MathJax from a CDN by default. This script fetches MathJax from the npm
    registry once, pinned by version and checked against the registry's SHA-512 integrity string, unpacks it
    into ``_build/offline/_static/offline/mathjax-<version>/``, and ``_config.yml`` serves it from the built
@@ -41,7 +42,6 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 CACHE = BUILD / ".jupyter_cache"  # where myst-nb keeps executed notebooks: <outdir>/../.jupyter_cache
 DOCTREES = BUILD / ".doctrees"  # the Sphinx environment: which pages are up to date
-STAMP = BUILD / ".inputs.sha256"
 
 # Third-party assets served from the built site, pinned: (npm package, version, dist.integrity, folder in
 # the tarball to keep, destination under _build/offline). Update the three pins together
@@ -71,9 +71,9 @@ def inputs_digest(root: Path = ROOT) -> str:
 
 
 def clear_stale_outputs(build: Path, digest: str) -> bool:
-    """Remove the execution cache and the Sphinx environment if ``digest`` differs from the last build's.
+    """Remove the execution cache and the Sphinx environment if ``digest`` differs from the stored one.
 
-    Returns True when they were removed (every chapter will be re-executed).
+    Stores ``digest`` and returns True when they were removed (every chapter will be re-executed).
     """
     stamp = build / ".inputs.sha256"
     previous = stamp.read_text().strip() if stamp.exists() else None
@@ -82,7 +82,10 @@ def clear_stale_outputs(build: Path, digest: str) -> bool:
     for d in (build / ".jupyter_cache", build / ".doctrees", build / "jupyter_execute"):
         if d.exists():
             shutil.rmtree(d)
-    stamp.unlink(missing_ok=True)  # written again only after a successful build
+    # From now on the cache only ever holds outputs of the current inputs, even if the build that follows
+    # fails or is interrupted, so the stamp is written now: a failed build's next run does not start over.
+    build.mkdir(parents=True, exist_ok=True)
+    stamp.write_text(digest + "\n")
     return True
 
 
@@ -162,7 +165,6 @@ def main(argv: list[str] | None = None) -> int:
     if rc != 0:
         print(f"build_book: jupyter-book build failed (exit {rc})", file=sys.stderr)
         return rc
-    STAMP.write_text(digest + "\n")
     print(f"build_book: the book is at {BUILD / 'html' / 'index.html'}")
     return 0
 
