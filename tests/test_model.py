@@ -110,8 +110,13 @@ def test_short_training_run_lowers_the_loss_and_is_deterministic():
         m = Seq2SeqTransformer(VOCAB_SIZE, 32, 2, 64, 1, max_len=16)
         return m, train(m, 80, batch_size=32, min_len=2, max_len=4, lr=3e-3, warmup=5, log_every=20)
 
-    m, hist = run()
-    _, hist2 = run()
+    threads, det = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    try:  # set_determinism changes global torch state: restore it for the other tests
+        m, hist = run()
+        _, hist2 = run()
+    finally:
+        torch.set_num_threads(threads)
+        torch.use_deterministic_algorithms(det)
     assert hist == hist2
     assert hist[-1][1] < 0.6 * hist[0][1]
     ev = evaluate(m, reversal_batch(64, 2, 4, torch.Generator().manual_seed(9)))
