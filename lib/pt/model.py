@@ -21,6 +21,7 @@ Masks are explicit arguments, so the training chapter can leave one out on purpo
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Literal
 
 import torch
@@ -74,7 +75,8 @@ class Seq2SeqTransformer(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, n_heads: int, d_ff: int, n_layers: int, *,
                  norm: Literal["post", "pre"] = "pre", positional: Literal["sinusoidal", "none"] = "sinusoidal",
-                 max_len: int = 64, pad_id: int = 0, activation=relu, dropout: float = 0.0):
+                 max_len: int = 64, pad_id: int = 0,
+                 activation: Callable[[torch.Tensor], torch.Tensor] = relu, dropout: float = 0.0):
         super().__init__()
         for name, v in (("vocab_size", vocab_size), ("n_layers", n_layers), ("max_len", max_len)):
             if not isinstance(v, int) or isinstance(v, bool) or v <= 0:
