@@ -198,7 +198,7 @@ def _device_one_n(device: torch.device, n: int, block: int, repeats: int) -> lis
         base = torch.cuda.memory_allocated(device)
         try:
             ts = interleaved({name: run}, repeats=repeats, sync=torch.cuda.synchronize)[name]
-        except torch.OutOfMemoryError as err:
+        except torch.cuda.OutOfMemoryError as err:
             rows.append({"n": n, "impl": name, "error": str(err).splitlines()[0]})
             continue
         peak = torch.cuda.max_memory_allocated(device) - base
