@@ -1,0 +1,117 @@
+"""The in-page capacity planner (chapters/capacity_planner.html), driven in Chromium and checked against lib.sizing.
+
+The calculator is plain JavaScript (lib/web/planner.js) with no kernel; these tests fill in its form the way a
+reader would, read the numbers it shows (each output cell carries its exact value in ``data-value``), and
+compare them with lib.sizing for the same inputs: every preset model, edited architectures, other dtypes and
+units, and bad input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+from pathlib import Path
+from urllib.parse import urljoin
+
+import pytest
+
+from lib.constants import GB, GiB
+from lib.model_config import load_config
+from lib.sizing import model_kv_bytes_per_token, model_kv_cache_bytes, parameter_count, plan_gpus, weight_bytes
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+PAGE = "chapters/capacity_planner.html"
+PRESETS = ["gpt2", "Llama-2-7b-hf", "Mistral-7B-v0.1", "Falcon-7B", "Mixtral-8x7B-v0.1", "DeepSeek-V2-Lite"]
+# Script errors the book's pages raise on their own (see test_pages.py, which also checks every request).
+HARMLESS = re.compile(r"THEBE_JS_URL|Got invalid theme mode")
+
+
+def _script_errors(page) -> list[str]:
+    return [e for e in page.book_errors if e.startswith(("pageerror", "console.error")) and not HARMLESS.search(e)]
+
+
+def _open(page, site_url: str) -> None:
+    response = page.goto(urljoin(site_url, PAGE), wait_until="load")
+    assert response is not None and response.ok, f"{PAGE}: HTTP {response.status if response else 'no response'}"
+    page.wait_for_selector("#capacity-planner #planner-out-gpus", timeout=15_000)
+
+
+def _value(page, key: str) -> float | None:
+    v = page.get_attribute(f"#planner-out-{key}", "data-value")
+    return None if v is None else float(v)
+
+
+def _set(page, **fields: object) -> None:
+    for name, value in fields.items():
+        selector = f"#planner-{name}"
+        if page.evaluate(f"document.querySelector('{selector}').tagName") == "SELECT":
+            page.select_option(selector, str(value))
+        else:
+            page.fill(selector, str(value))
+
+
+def _check(page, cfg, *, context: int, users: int, gpu_bytes: int, dtype: str, kv_dtype: str, frac: float,
+           overhead_gb: float) -> None:
+    error = page.text_content("#planner-out-error")
+    assert error == "", f"{cfg.name}: the calculator reports {error!r}"
+    p = parameter_count(cfg)
+    plan = plan_gpus(cfg, users=users, context=context, gpu_memory_bytes=gpu_bytes, memory_fraction=frac,
+                     overhead_bytes=overhead_gb * GB, dtype=dtype, kv_dtype=kv_dtype)
+    want = {
+        "params_total": p.total,
+        "params_active": p.active,
+        "kv_token": model_kv_bytes_per_token(cfg, kv_dtype),
+        "weights": weight_bytes(p.total, dtype),
+        "kv_total": model_kv_cache_bytes(cfg, context, users, kv_dtype),
+        "naive": plan.naive_gpus,
+        "gpus": plan.gpus,
+        "layout": plan.tp_degree,
+    }
+    got = {key: _value(page, key) for key in want}
+    assert got == pytest.approx(want, rel=1e-12, abs=0), cfg.name
+    # The text a reader sees says the same, with both units labelled.
+    assert page.text_content("#planner-out-gpus") == str(plan.gpus)
+    weights_text = page.text_content("#planner-out-weights")
+    assert f"{want['weights'] / GB:,.2f} GB" in weights_text and f"{want['weights'] / GiB:,.2f} GiB" in weights_text
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_match_lib(page, site_url: str, preset: str) -> None:
+    _open(page, site_url)
+    _set(page, preset=preset)
+    workload = dict(context=8192, users=64, gpu_memory=80, memory_fraction=0.9, overhead=1.5, dtype="bf16",
+                    kv_dtype="fp8")
+    _set(page, **workload)
+    cfg = load_config(FIXTURES / f"{preset}.config.json")
+    assert int(page.input_value("#planner-n_layers")) == cfg.n_layers
+    _check(page, cfg, context=8192, users=64, gpu_bytes=80 * GB, dtype="bf16", kv_dtype="fp8", frac=0.9,
+           overhead_gb=1.5)
+    assert not _script_errors(page), _script_errors(page)
+
+
+def test_edited_architecture_and_units(page, site_url: str) -> None:
+    """A reader turns Llama 2 7B into a grouped-query model with a window, on 141 GiB cards in fp16/int8."""
+    _open(page, site_url)
+    _set(page, preset="Llama-2-7b-hf")
+    _set(page, n_kv_heads=8, sliding_window=1024, context=32768, users=300, gpu_memory=141, gpu_unit="GiB",
+         memory_fraction=0.85, overhead=0, dtype="fp16", kv_dtype="int8")
+    cfg = replace(load_config(FIXTURES / "Llama-2-7b-hf.config.json"), n_kv_heads=8, sliding_window=1024)
+    _check(page, cfg, context=32768, users=300, gpu_bytes=141 * GiB, dtype="fp16", kv_dtype="int8", frac=0.85,
+           overhead_gb=0)
+    # and the GQA saving is the one the chapter states: 4x fewer bytes per token than the multi-head preset
+    assert _value(page, "kv_token") == 2 * 32 * 8 * 128 * 1
+
+
+def test_bad_input_is_reported_not_computed(page, site_url: str) -> None:
+    _open(page, site_url)
+    _set(page, preset="Mistral-7B-v0.1")
+    _set(page, n_kv_heads=5)
+    assert "not divisible by 5 key/value heads" in page.text_content("#planner-out-error")
+    assert _value(page, "gpus") is None and page.text_content("#planner-out-gpus") == ""
+    _set(page, n_kv_heads=8, users=0)
+    assert "users must be a positive whole number" in page.text_content("#planner-out-error")
+    _set(page, users=1, gpu_memory=0.1)  # 100 MB cards: nothing fits
+    assert "does not fit" in page.text_content("#planner-out-error")
+    _set(page, gpu_memory=80)
+    assert page.text_content("#planner-out-error") == "" and _value(page, "gpus") == 1
+    assert not _script_errors(page), _script_errors(page)
