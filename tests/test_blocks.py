@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 import torch
+from hypothesis import given
+from hypothesis import strategies as st
 
 import lib.pt.blocks as B
 from lib.pt.attention import causal_mask, padding_mask
@@ -146,3 +148,40 @@ def test_bad_inputs_raise_clear_errors():
         B.load_from_torch_layer(enc, torch.nn.TransformerEncoderLayer(8, 2, 32))
     with pytest.raises(ValueError, match="d_model must be a positive int"):
         B.encoder_layer_param_count(0, 1, 4)
+
+
+@given(batch=st.integers(1, 3), n_src=st.integers(1, 6), n_tgt=st.integers(1, 5), h=st.sampled_from([1, 2, 4]),
+       d_k=st.integers(1, 4), d_ff=st.integers(1, 12), norm_first=st.booleans(), seed=st.integers(0, 2**31 - 1))
+def test_blocks_match_torch_for_random_shapes(batch, n_src, n_tgt, h, d_k, d_ff, norm_first, seed):
+    torch.manual_seed(seed)
+    d = h * d_k
+    kw = dict(dropout=0.0, batch_first=True, norm_first=norm_first, dtype=torch.float64)
+    ref_enc = torch.nn.TransformerEncoderLayer(d, h, d_ff, **kw).eval()
+    ref_dec = torch.nn.TransformerDecoderLayer(d, h, d_ff, **kw).eval()
+    enc_cls, dec_cls = (B.PreLNEncoderBlock, B.PreLNDecoderBlock) if norm_first else (
+        B.PostLNEncoderBlock, B.PostLNDecoderBlock)
+    enc = B.load_from_torch_layer(enc_cls(d, h, d_ff).double(), ref_enc)
+    dec = B.load_from_torch_layer(dec_cls(d, h, d_ff).double(), ref_dec)
+    x, y = torch.randn(batch, n_src, d, dtype=torch.float64), torch.randn(batch, n_tgt, d, dtype=torch.float64)
+    lengths = torch.randint(1, n_src + 1, (batch,))  # at least one real token per sequence
+    keep = padding_mask(lengths, n_src)[:, None]
+    with torch.no_grad():
+        mem_ref = ref_enc(x, src_key_padding_mask=~keep[:, 0, 0])
+        mem = enc(x, keep)
+        real = keep[:, 0, 0]
+        torch.testing.assert_close(mem[real], mem_ref[real], rtol=0, atol=1e-11)
+        out_ref = ref_dec(y, mem, tgt_mask=~causal_mask(n_tgt), memory_key_padding_mask=~keep[:, 0, 0])
+        torch.testing.assert_close(dec(y, mem, causal_mask(n_tgt), keep), out_ref, rtol=0, atol=1e-11)
+
+
+def test_float32_blocks_agree_with_float64_within_stated_tolerance():
+    torch.manual_seed(7)
+    blk64 = B.PreLNDecoderBlock(32, 4, 64).double().eval()
+    blk32 = B.PreLNDecoderBlock(32, 4, 64).eval()
+    blk32.load_state_dict({k: v.float() for k, v in blk64.state_dict().items()})
+    x, mem = torch.randn(2, 5, 32, dtype=torch.float64), torch.randn(2, 7, 32, dtype=torch.float64)
+    with torch.no_grad():
+        y64 = blk64(x, mem, causal_mask(5))
+        y32 = blk32(x.float(), mem.float(), causal_mask(5))
+    assert y32.dtype == torch.float32
+    torch.testing.assert_close(y32.double(), y64, rtol=0, atol=2e-5)
