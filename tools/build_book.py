@@ -20,8 +20,10 @@ Two things a plain ``jupyter-book build`` gets wrong for this book, and what thi
    there, which would load hundreds of MathJax modules on every page. Nothing third-party is committed.
 
 Usage: ``python tools/build_book.py [--strict]``. ``--strict`` turns warnings into errors (``-W -n
---keep-going``), as the test command does. The environment variable ``BOOK_WIDGETS=static`` is set for the
-chapters' kernels so ``lib.widgets`` draws figures instead of sliders (see that module).
+--keep-going``) and re-reads every page (``--all``; outputs still come from the cache), as the test command
+does: Sphinx reports a page's warnings only when it reads the page. The environment variable
+``BOOK_WIDGETS=static`` is set for the chapters' kernels so ``lib.widgets`` draws figures instead of sliders
+(see that module).
 """
 
 from __future__ import annotations
@@ -159,7 +161,9 @@ def main(argv: list[str] | None = None) -> int:
 
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT)]
     if args.strict:
-        cmd += ["-W", "-n", "--keep-going"]
+        # --all: a fresh Sphinx environment, so every page is read again (from the execution cache, not
+        # re-executed) and reports its warnings; otherwise an unchanged page that has a warning passes.
+        cmd += ["-W", "-n", "--keep-going", "--all"]
     env = dict(os.environ, BOOK_WIDGETS="static")
     rc = subprocess.call(cmd, cwd=ROOT, env=env)
     if rc != 0:
