@@ -47,6 +47,12 @@ def _check_rows_alive(t: torch.Tensor, ax: int, name: str = "x") -> None:
         )
 
 
+def _has_nan(probabilities: torch.Tensor) -> bool:
+    """Whether a softmax output holds a NaN, in one fast reduction: its entries lie in [0, 1] (or are NaN, or
+    for log-softmax are <= 0), so the total is finite unless some entry is NaN."""
+    return bool(torch.isnan(probabilities.sum()))
+
+
 def softmax_naive(x: Any, axis: int = -1) -> torch.Tensor:
     """``exp(x) / sum(exp(x))`` with no max subtraction; overflows to inf, then nan. Teaching only."""
     t = as_float_tensor(x, "x")
@@ -56,10 +62,19 @@ def softmax_naive(x: Any, axis: int = -1) -> torch.Tensor:
 
 
 def softmax(x: Any, axis: int = -1) -> torch.Tensor:
-    """Numerically stable softmax along ``axis``; see :func:`lib.softmax.softmax`."""
-    t, ax = _prepare(x, axis)
-    _check_rows_alive(t, ax)
-    return torch.softmax(t, dim=ax)
+    """Numerically stable softmax along ``axis``; see :func:`lib.softmax.softmax`.
+
+    Fast path: ``torch.softmax`` first, then one check of its output. NaN, ``+inf`` and rows with no finite
+    entry are exactly the inputs that make ``torch.softmax`` return NaN, so only then are the (slower)
+    diagnostics run, to raise the same errors as the NumPy reference.
+    """
+    t = as_float_tensor(x, "x")
+    ax = check_axis(t, axis, "x")
+    out = torch.softmax(t, dim=ax)
+    if t.shape[ax] == 0 or _has_nan(out):
+        check_no_nan_or_posinf(t, "x")
+        _check_rows_alive(t, ax)
+    return out
 
 
 def logsumexp(x: Any, axis: int = -1, keepdims: bool = False) -> torch.Tensor:
@@ -69,10 +84,14 @@ def logsumexp(x: Any, axis: int = -1, keepdims: bool = False) -> torch.Tensor:
 
 
 def log_softmax(x: Any, axis: int = -1) -> torch.Tensor:
-    """Stable log-softmax; see :func:`lib.softmax.log_softmax`."""
-    t, ax = _prepare(x, axis)
-    _check_rows_alive(t, ax)
-    return torch.log_softmax(t, dim=ax)
+    """Stable log-softmax; see :func:`lib.softmax.log_softmax`. Same fast path as :func:`softmax`."""
+    t = as_float_tensor(x, "x")
+    ax = check_axis(t, axis, "x")
+    out = torch.log_softmax(t, dim=ax)
+    if t.shape[ax] == 0 or _has_nan(out):
+        check_no_nan_or_posinf(t, "x")
+        _check_rows_alive(t, ax)
+    return out
 
 
 def softmax_vjp(y: Any, dy: Any, axis: int = -1) -> torch.Tensor:
@@ -90,30 +109,36 @@ def softmax_vjp(y: Any, dy: Any, axis: int = -1) -> torch.Tensor:
 def masked_softmax(x: Any, mask: Any | None, axis: int = -1) -> torch.Tensor:
     """Softmax over positions where ``mask`` is True; a fully masked row gives zeros (and zero gradient).
 
-    See :func:`lib.softmax.masked_softmax`.
+    See :func:`lib.softmax.masked_softmax`. Fast path: fill the masked logits with ``-inf`` and call
+    ``torch.softmax``; its output has a NaN exactly when an unmasked logit is NaN or ``+inf`` (an error) or a
+    row has nothing to attend to (zeros, recomputed so that the gradient is 0 rather than NaN). Only then is
+    the slow path taken, so attention costs about what ``torch.softmax`` costs.
     """
     t = as_float_tensor(x, "x")
     ax = check_axis(t, axis, "x")
-    if mask is None:
-        keep = torch.ones((), dtype=torch.bool, device=t.device)
-    else:
+    if mask is not None:
         if not isinstance(mask, torch.Tensor):
             raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")
         if mask.dtype != torch.bool:
             raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
-        keep = mask.to(t.device)
-    try:
-        keep = torch.broadcast_to(keep, t.shape)
-    except RuntimeError:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to x.shape={tuple(t.shape)}") from None
-    check_no_nan_or_posinf(torch.where(keep, t.detach(), torch.zeros((), dtype=t.dtype, device=t.device)),
-                           "x (at unmasked positions)")
+        try:
+            fits = torch.broadcast_shapes(mask.shape, t.shape) == t.shape
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to x.shape={tuple(t.shape)}")
+        mask = mask.to(t.device)
     if t.shape[ax] == 0:
         return torch.zeros_like(t)
-    logits = t.masked_fill(~keep, float("-inf"))
-    alive = keep.any(dim=ax, keepdim=True)
-    # Rows with nothing to attend to: give them a harmless 0 logit, then zero their weights.
-    logits = torch.where(alive, logits, torch.zeros((), dtype=t.dtype, device=t.device))
+    logits = t if mask is None else t.masked_fill(~mask, float("-inf"))
+    out = torch.softmax(logits, dim=ax)
+    if not _has_nan(out):
+        return out
+    # Slow path: report bad logits, then give rows with nothing to attend to a harmless 0 logit and zero weights.
+    keep = torch.ones_like(t, dtype=torch.bool) if mask is None else torch.broadcast_to(mask, t.shape)
+    check_no_nan_or_posinf(logits.detach().masked_fill(~keep, 0.0), "x (at unmasked positions)")
+    alive = (keep & ~torch.isneginf(logits.detach())).any(dim=ax, keepdim=True)
+    logits = logits.masked_fill(~alive, 0.0)
     return torch.softmax(logits, dim=ax) * alive
 
 
