@@ -44,6 +44,7 @@ __all__ = [
     "bytes_per_element",
     "parse_bytes",
     "kv_cache_bytes_per_token",
+    "mha_kv_cache_bytes_per_token",
     "mla_cache_bytes_per_token",
     "cached_tokens",
     "kv_cache_bytes",
@@ -156,6 +157,24 @@ def kv_cache_bytes_per_token(n_layers: int, n_kv_heads: int, head_dim: int, dtyp
     n_kv_heads = _count(n_kv_heads, "n_kv_heads")
     head_dim = _count(head_dim, "head_dim")
     return 2 * n_layers * n_kv_heads * head_dim * bytes_per_element(dtype)
+
+
+def mha_kv_cache_bytes_per_token(n_layers: int, d_model: int, n_heads: int, dtype: str = "fp16") -> float:
+    r"""Bytes of K and V cached per token by multi-head attention: :math:`2\,L\,d_\text{model}\,p`.
+
+    The special case :math:`h_{kv} = h`, :math:`d_k = d_\text{model}/h` of :func:`kv_cache_bytes_per_token`
+    (Vaswani et al. 2017); ``n_heads`` must divide ``d_model``. Use :func:`kv_cache_bytes_per_token` for
+    grouped-query and multi-query attention, where the cache is :math:`h / h_{kv}` times smaller.
+    """
+    n_layers = _count(n_layers, "n_layers")
+    d_model = _count(d_model, "d_model")
+    n_heads = _count(n_heads, "n_heads")
+    if d_model % n_heads:
+        raise ValueError(
+            f"d_model={d_model} is not divisible by n_heads={n_heads} (d_model % n_heads = {d_model % n_heads}):"
+            " multi-head attention needs d_k = d_model / n_heads to be a whole number"
+        )
+    return kv_cache_bytes_per_token(n_layers, n_heads, d_model // n_heads, dtype)
 
 
 def mla_cache_bytes_per_token(n_layers: int, kv_lora_rank: int, qk_rope_head_dim: int, dtype: str = "bf16") -> float:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import warnings
 from dataclasses import replace
 from pathlib import Path
@@ -22,6 +23,7 @@ from lib.sizing import (
     forward_flops,
     kv_cache_bytes,
     kv_cache_bytes_per_token,
+    mha_kv_cache_bytes_per_token,
     mla_cache_bytes_per_token,
     model_crossover_length,
     model_kv_bytes_per_token,
@@ -30,6 +32,7 @@ from lib.sizing import (
     parameter_count,
     parse_bytes,
     plan_gpus,
+    planner_html,
     tp_layout,
     valid_tp_degrees,
     weight_bytes,
@@ -120,7 +123,8 @@ def test_gpt_bigcode_multi_query_and_head_dim_field() -> None:
 
 
 def test_issue_a_numbers() -> None:
-    b = kv_cache_bytes_per_token(32, 32, 4096 // 32, "fp16")  # 2 L d_model p
+    b = mha_kv_cache_bytes_per_token(32, 4096, 32, "fp16")  # 2 L d_model p
+    assert b == kv_cache_bytes_per_token(32, 32, 128, "fp16")
     assert b == 2 * 32 * 4096 * 2 == 524_288 and b / KiB == 512
     per_conv = kv_cache_bytes(b, 2048)
     assert per_conv == GiB
@@ -327,6 +331,10 @@ def test_plan_no_fit_and_bad_arguments() -> None:
         (lambda: parse_bytes("lots"), "cannot read memory size"),
         (lambda: parse_bytes("0GB"), "must be positive"),
         (lambda: valid_tp_degrees(32, 5), "n_heads=32 is not divisible by n_kv_heads=5"),
+        (lambda: mha_kv_cache_bytes_per_token(32, 4096, 30), "d_model=4096 is not divisible by n_heads=30"),
+        (lambda: mha_kv_cache_bytes_per_token(0, 4096, 32), "n_layers must be positive, got 0"),
+        (lambda: mha_kv_cache_bytes_per_token(32, -4096, 32), "d_model must be positive, got -4096"),
+        (lambda: planner_html({}), "presets must name at least one"),
     ],
 )
 def test_bad_arguments(call, match: str) -> None:
@@ -393,3 +401,15 @@ def test_load_config_file_errors(tmp_path: Path) -> None:
     good = tmp_path / "tiny.config.json"
     good.write_text(json.dumps(LLAMA))
     assert load_config(good).name == "tiny"
+
+
+def test_planner_html_embeds_script_and_presets() -> None:
+    import html as html_lib
+
+    page = planner_html({"m": cfg("Mistral-7B-v0.1")}, "calc")
+    assert page.startswith('<div id="calc"') and page.rstrip().endswith("</script>")
+    data = json.loads(html_lib.unescape(re.search(r'data-planner="([^"]*)"', page).group(1)))
+    assert data["presets"]["m"]["n_kv_heads"] == 8 and data["bytes_per_dtype"]["int4"] == 0.5
+    assert "function planGpus" in page and page.count("<script>") == 1
+    with pytest.raises(ValueError, match="element_id must be a simple HTML id"):
+        planner_html({"m": cfg("gpt2")}, 'x" onload="alert(1)')

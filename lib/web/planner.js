@@ -1,5 +1,5 @@
 // The capacity planner in the browser: the formulas of lib/sizing.py, line for line, and a small form.
-// No network, no kernel: lib.sizing.planner_html embeds this file in a <script> tag with the presets' configs.
+// No network, no kernel: lib.sizing.planner_html embeds this file in a script element with the presets' configs.
 // tests/browser/test_planner.py fills the form in Chromium and compares every output with lib.sizing.
 // Units: GB = 1e9 bytes, GiB = 2^30 bytes (lib/constants.py); bytes per element as lib.constants.BYTES_PER_DTYPE.
 (function () {
