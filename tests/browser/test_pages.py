@@ -114,8 +114,16 @@ def test_search_finds_chapter(page, site_url: str, site_pages: list[str], book_c
     title = page.locator("main h1").first.inner_text()
     word = _search_word(title)
     _open(page, site_url, f"search.html?q={quote(word)}")
+    # Sphinx appends the results one by one, then writes "Search finished, found N page(s)...": wait for that.
+    page.wait_for_function(
+        """() => {
+            const s = document.querySelector('#search-results .search-summary');
+            const m = s && s.textContent.match(/found (\\d+) page/);
+            return m && document.querySelectorAll('#search-results ul.search li').length === Number(m[1]);
+        }""",
+        timeout=30_000,
+    )
     results = page.locator("#search-results ul.search li a")
-    results.first.wait_for(timeout=20_000)
     hrefs = [results.nth(k).get_attribute("href") or "" for k in range(results.count())]
     assert any(h.split("#")[0].split("?")[0].endswith(rel) for h in hrefs), (
         f"searching {word!r} (from the title {title!r}) does not find {rel}; found {hrefs[:10]}"
