@@ -174,3 +174,20 @@ def test_fixture_catches_off_host_requests_and_errors(page, site_url: str, site_
     assert any(e.startswith("http 404:") and e.endswith("/_static/no-such-file.png") for e in page.book_errors)
     assert any("deliberate" in e for e in _unexpected_errors(page.book_errors))
     page.book_off_host_requests.clear()  # expected here: do not fail the test at teardown
+
+
+def test_bibliography_lists_what_the_chapters_cite(page, site_url: str, site_pages: list[str]) -> None:
+    """The bibliography page renders its entries, and every entry is cited from some page (and vice versa)."""
+    assert "bibliography.html" in site_pages, "there is no bibliography page (bibliography.md in _toc.yml)"
+    _open(page, site_url, "bibliography.html")
+    entries = set(page.eval_on_selector_all("div.citation[role='doc-biblioentry']", "els => els.map(e => e.id)"))
+    assert entries, "the bibliography page lists no entries"
+    cited: set[str] = set()
+    for rel in site_pages:
+        if rel == "bibliography.html":
+            continue
+        html = page.request.get(urljoin(site_url, rel)).text()
+        cited |= set(re.findall(r'href="(?:\.\./)*bibliography\.html#([^"]+)"', html))
+    assert cited, "no page cites anything from the bibliography"
+    assert cited <= entries, f"citations point to missing entries: {sorted(cited - entries)}"
+    assert entries <= cited, f"entries never cited from a page: {sorted(entries - cited)}"
