@@ -619,7 +619,7 @@ def format_report(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def planner_html(presets: dict[str, ModelConfig], element_id: str = "capacity-planner") -> str:
+def planner_html(presets: dict[str, ModelConfig], element_id: str = "planner-app") -> str:
     """HTML for the in-page calculator: a ``<div>`` carrying the presets' configurations and
     ``BYTES_PER_DTYPE`` as JSON, then ``lib/web/planner.js`` inline in a ``<script>`` (no kernel, no network).
 
@@ -634,7 +634,13 @@ def planner_html(presets: dict[str, ModelConfig], element_id: str = "capacity-pl
     if "</script" in script.lower():
         raise ValueError("planner.js must not contain '</script'")
     data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: asdict(c) for name, c in presets.items()}}
-    return (
+    style = (
+        f"<style>#{element_id} form{{display:grid;grid-template-columns:repeat(auto-fill,minmax(17em,1fr));"
+        f"gap:.3em 1.2em;margin-bottom:.8em}}#{element_id} label{{display:flex;justify-content:space-between;"
+        f"align-items:center;gap:.5em}}#{element_id} input{{width:8em}}#{element_id} td{{font-family:monospace}}"
+        f"</style>\n"
+    )
+    return style + (
         f'<div id="{element_id}" class="capacity-planner mathjax_ignore" '
         f'data-planner="{html.escape(json.dumps(data), quote=True)}"></div>\n<script>\n{script}</script>'
     )

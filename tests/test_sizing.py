@@ -407,7 +407,7 @@ def test_planner_html_embeds_script_and_presets() -> None:
     import html as html_lib
 
     page = planner_html({"m": cfg("Mistral-7B-v0.1")}, "calc")
-    assert page.startswith('<div id="calc"') and page.rstrip().endswith("</script>")
+    assert page.startswith("<style>#calc form") and '<div id="calc"' in page and page.rstrip().endswith("</script>")
     data = json.loads(html_lib.unescape(re.search(r'data-planner="([^"]*)"', page).group(1)))
     assert data["presets"]["m"]["n_kv_heads"] == 8 and data["bytes_per_dtype"]["int4"] == 0.5
     assert "function planGpus" in page and page.count("<script>") == 1

@@ -33,7 +33,7 @@ def _script_errors(page) -> list[str]:
 def _open(page, site_url: str) -> None:
     response = page.goto(urljoin(site_url, PAGE), wait_until="load")
     assert response is not None and response.ok, f"{PAGE}: HTTP {response.status if response else 'no response'}"
-    page.wait_for_selector("#capacity-planner #planner-out-gpus", timeout=15_000)
+    page.wait_for_selector("#planner-app #planner-out-gpus", timeout=15_000)
 
 
 def _value(page, key: str) -> float | None:
