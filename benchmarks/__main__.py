@@ -46,7 +46,7 @@ import numpy as np  # noqa: E402
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-from lib.attention import attention, attention_backward  # noqa: E402
+from lib.attention import attention_backward_steps  # noqa: E402
 from lib.constants import GB, GiB, MiB  # noqa: E402
 from lib.flops import attention_score_flops  # noqa: E402
 from lib.pt import attention as pt_attention  # noqa: E402
@@ -91,8 +91,8 @@ def _cpu_impls(n: int, block: int):
     results: dict[str, object] = {}
 
     def numpy_ref():
-        o, _ = attention(q, k, v)
-        results["numpy reference"] = (o, attention_backward(q, k, v, do))
+        st = attention_backward_steps(q, k, v, do)  # one forward and the closed-form backward
+        results["numpy reference"] = (st.o, (st.dq, st.dk, st.dv))
 
     def numpy_tiled():
         o, lse = tiled_attention(q, k, v, block_size=block)
@@ -150,16 +150,18 @@ def section_fwd_bwd(ns: list[int], block: int, repeats: dict[int, int], mm_size:
 # ---------------------------------------------------------------- 3. memory, in subprocesses
 
 
-def _memory_run(impl: str, n: int, block: int, repeats: int) -> dict:
+def _memory_run(impl: str, n: int, block: int, repeats: int, threads: int | None) -> dict:
     cmd = [sys.executable, "-m", "benchmarks._memory_worker", "--impl", impl, "--n", str(n), "--d", str(D),
            "--block", str(block), "--repeats", str(repeats)]
+    if threads:
+        cmd += ["--threads", str(threads)]
     proc = subprocess.run(cmd, cwd=ROOT, env=clean_env(), capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return {"n": n, "impl": impl, "error": proc.stderr.strip().splitlines()[-1:]}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def section_memory(ns: list[int], block: int, repeats: int, rounds: int = 2) -> list[dict]:
+def section_memory(ns: list[int], block: int, repeats: int, rounds: int = 2, threads: int | None = None) -> list[dict]:
     """Naive and tiled forward passes, each in fresh subprocesses, alternated ``rounds`` times (naive, tiled,
     naive, tiled, ...): the peak memory is the same every round, the time is the best round's."""
     rows = []
@@ -167,7 +169,7 @@ def section_memory(ns: list[int], block: int, repeats: int, rounds: int = 2) -> 
         pair: dict[str, dict] = {}
         for _ in range(rounds):
             for impl in ("naive", "tiled"):
-                r = _memory_run(impl, n, block, repeats)
+                r = _memory_run(impl, n, block, repeats, threads)
                 if impl not in pair or "error" in r:
                     pair[impl] = r
                     continue
@@ -354,7 +356,7 @@ def main() -> None:
                      ("ceiling_gflops", "ceiling", ".1f"), ("fraction_of_ceiling", "of ceiling", ".1%"),
                      ("max_abs_diff_vs_sdpa", "max |diff|", ".1e")]))
 
-    mem = section_memory(mem_ns, args.block, repeats=1)
+    mem = section_memory(mem_ns, args.block, repeats=2, threads=args.threads)
     report["memory"] = mem
     print(f"\n== 3. peak memory, forward, d={D}, float32, NumPy, fresh subprocesses, naive and tiled alternated"
           f" twice, best time (tiled block {args.block})")

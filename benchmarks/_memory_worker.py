@@ -52,7 +52,12 @@ def main() -> None:
     ap.add_argument("--d", type=int, default=64)
     ap.add_argument("--block", type=int, default=512)
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--threads", type=int, default=None, help="BLAS threads (default: as configured)")
     args = ap.parse_args()
+    if args.threads:
+        from threadpoolctl import threadpool_limits
+
+        threadpool_limits(args.threads)
 
     rng = np.random.default_rng(0)
     q, k, v = (rng.standard_normal((1, args.n, args.d), dtype=np.float32) for _ in range(3))
