@@ -562,9 +562,9 @@ def report(
     overhead_bytes: float = 0,
 ) -> dict[str, Any]:
     """Everything the planner says about ``cfg`` for a workload, as a JSON-ready dict (bytes as numbers, with
-    their GB and GiB forms). ``context`` defaults to the sliding window or 4096."""
+    their GB and GiB forms). ``context`` defaults to 4096 tokens."""
     kv_dtype = dtype if kv_dtype is None else kv_dtype
-    context = (cfg.sliding_window or 4096) if context is None else _count(context, "context")
+    context = 4096 if context is None else _count(context, "context")
     params = parameter_count(cfg)
     w_bytes = params.total * bytes_per_element(dtype)
     kv_tok = model_kv_bytes_per_token(cfg, kv_dtype)
