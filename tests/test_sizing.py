@@ -413,3 +413,22 @@ def test_planner_html_embeds_script_and_presets() -> None:
     assert "function planGpus" in page and page.count("<script>") == 1
     with pytest.raises(ValueError, match="element_id must be a simple HTML id"):
         planner_html({"m": cfg("gpt2")}, 'x" onload="alert(1)')
+
+
+def test_family_quirks() -> None:
+    # Qwen2: the window counts only when use_sliding_window is true; q/k/v projections carry biases.
+    qwen = config_from_dict({**LLAMA, "model_type": "qwen2", "sliding_window": 4096, "use_sliding_window": False})
+    assert qwen.sliding_window is None and qwen.qkv_bias and not qwen.o_bias
+    assert parameter_count(qwen).attention == 2 * (64 * 64 + 64 + 2 * (64 * 32 + 32) + 64 * 64)
+    # Falcon's older files say n_head / n_layer; the same model either way.
+    falcon = json.loads((FIXTURES / "Falcon-7B.config.json").read_text())
+    old = {k: v for k, v in falcon.items() if k not in ("num_attention_heads", "num_hidden_layers")}
+    old.update(n_head=71, n_layer=32)
+    assert parameter_count(config_from_dict(old)).total == PUBLISHED["Falcon-7B"]
+    # A whole number written as a float is accepted; NaN is not.
+    assert config_from_dict({**LLAMA, "hidden_size": 64.0}).d_model == 64
+    with pytest.raises(ConfigError, match="'hidden_size' must be an integer, got float nan"):
+        config_from_dict({**LLAMA, "hidden_size": float("nan")})
+    # model_type of the wrong type
+    with pytest.raises(ConfigError, match="'model_type' must be a string"):
+        config_from_dict({**LLAMA, "model_type": 7})
