@@ -115,3 +115,53 @@ def test_bad_input_is_reported_not_computed(page, site_url: str) -> None:
     _set(page, gpu_memory=80)
     assert page.text_content("#planner-out-error") == "" and _value(page, "gpus") == 1
     assert not _script_errors(page), _script_errors(page)
+
+
+def test_javascript_formulas_match_lib_on_random_models(page, site_url: str) -> None:
+    """The page's planner functions, called directly, against lib.sizing on 60 random variations of the presets."""
+    import random
+    from dataclasses import asdict
+
+    from lib.sizing import bytes_per_element
+
+    _open(page, site_url)
+    rng = random.Random(0)
+    dtypes = ["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
+    checked = 0
+    for _ in range(60):
+        base = load_config(FIXTURES / f"{rng.choice(PRESETS)}.config.json")
+        h_kv = rng.choice([d for d in (1, 2, 4, 8, base.n_heads) if base.n_heads % d == 0])
+        cfg = replace(base, n_layers=rng.randint(1, 96), n_kv_heads=base.n_kv_heads if base.kv_lora_rank else h_kv,
+                      sliding_window=rng.choice([None, 512, 4096]), vocab_size=rng.randint(1000, 200_000))
+        o = dict(context=rng.randint(1, 131_072), users=rng.randint(1, 512),
+                 gpu_memory_bytes=rng.choice([24, 80, 141]) * GB,
+                 memory_fraction=rng.choice([0.5, 0.8, 0.9, 1.0]), overhead_bytes=rng.choice([0, 2 * GB]),
+                 dtype=rng.choice(dtypes), kv_dtype=rng.choice(dtypes))
+        js = page.evaluate(
+            """([c, o]) => {
+                const P = document.getElementById('planner-app').planner;
+                let plan = null, error = null;
+                try {
+                    plan = P.planGpus(c, {context: o.context, users: o.users, gpuMemoryBytes: o.gpu_memory_bytes,
+                        memoryFraction: o.memory_fraction, overheadBytes: o.overhead_bytes, dtype: o.dtype,
+                        kvDtype: o.kv_dtype});
+                } catch (e) { error = String(e.message); }
+                return {params: P.parameterCount(c), kv: P.kvBytesPerToken(c, o.kv_dtype), plan: plan, error: error};
+            }""",
+            [asdict(cfg), o],
+        )
+        p = parameter_count(cfg)
+        assert (js["params"]["total"], js["params"]["active"]) == (p.total, p.active)
+        assert js["kv"] == model_kv_bytes_per_token(cfg, o["kv_dtype"])
+        try:
+            plan = plan_gpus(cfg, **o)
+        except ValueError as err:
+            assert "does not fit" in str(err) and js["error"] and "does not fit" in js["error"]
+            continue
+        assert js["error"] is None, js["error"]
+        got = js["plan"]["plan"]
+        assert (got["gpus"], got["tpDegree"], got["replicas"], got["sequencesPerReplica"], got["naive"]) == (
+            plan.gpus, plan.tp_degree, plan.replicas, plan.sequences_per_replica, plan.naive_gpus)
+        assert js["plan"]["weightsBytes"] == p.total * bytes_per_element(o["dtype"])
+        checked += 1
+    assert checked >= 30  # most random workloads fit somewhere; the rest were compared as "does not fit"
