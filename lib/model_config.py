@@ -2,7 +2,7 @@ r"""Read a model's ``config.json`` (the format model hubs publish) into one arch
 
 No ``transformers`` needed: each supported ``model_type`` has a small reader that maps its field names onto
 :class:`ModelConfig`, the book's symbols (``n_layers`` = :math:`L`, ``d_model``, ``n_heads`` = :math:`h`,
-``n_kv_heads`` = :math:`h_{kv}`, ``head_dim`` = :math:`d_k`, ``d_ff``, ``vocab_size`` = :math:`V`).
+``n_kv_heads`` = :math:`h_{kv}`, ``head_dim`` = :math:`d_k`, ``d_ff``, ``vocab_size`` = :math:`n_\text{vocab}`).
 
 Families read:
 
