@@ -103,3 +103,20 @@ def check_mask_shape(mask: Any, scores_shape: tuple[int, ...]) -> None:
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape {tuple(scores_shape)}"
             " (..., n_q, n_k)"
         )
+
+
+def check_mha_inputs(x_q: Any, x_kv: Any) -> tuple[int, ...]:
+    """Check the inputs of multi-head attention, ``x_q (..., n_q, d_model)`` and ``x_kv (..., n_k, d_model)``,
+    and return their broadcast leading (batch) shape. Reads only ``.ndim`` and ``.shape``, so it serves the NumPy
+    reference and the PyTorch path alike."""
+    for name, x in (("x_q", x_q), ("x_kv", x_kv)):
+        check_min_rank(x, name, 2, "(..., n, d_model)")
+    qs, ks = tuple(x_q.shape), tuple(x_kv.shape)
+    if qs[-1] != ks[-1]:
+        raise ValueError(f"x_q has width {qs[-1]} but x_kv has width {ks[-1]} (x_q.shape={qs}, x_kv.shape={ks})")
+    try:
+        return np.broadcast_shapes(qs[:-2], ks[:-2])
+    except ValueError:
+        raise ValueError(
+            f"the batch dimensions of x_q and x_kv do not broadcast (x_q.shape={qs}, x_kv.shape={ks})"
+        ) from None

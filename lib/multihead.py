@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array, check_mask_shape
+from ._validate import as_float_array, check_mask_shape, check_mha_inputs
 from .attention import attention
 from .constants import FLOPS_PER_MAC
 
@@ -236,24 +236,11 @@ def multi_head_attention(
     """
     x_q = as_float_array(x_q, "x_q")
     x_kv = x_q if x_kv is None else as_float_array(x_kv, "x_kv")
+    lead = check_mha_inputs(x_q, x_kv)
     for name, x in (("x_q", x_q), ("x_kv", x_kv)):
-        if x.ndim < 2:
-            raise ValueError(f"{name} must have at least 2 dimensions (..., n, d_model), got shape {x.shape}")
         if not np.isfinite(x).all():
             bad = np.argwhere(~np.isfinite(x))[0].tolist()
             raise ValueError(f"{name} contains {x[tuple(bad)]} at {bad} ({name}.shape={x.shape})")
-    if x_q.shape[-1] != x_kv.shape[-1]:
-        raise ValueError(
-            f"x_q has width {x_q.shape[-1]} but x_kv has width {x_kv.shape[-1]}"
-            f" (x_q.shape={x_q.shape}, x_kv.shape={x_kv.shape})"
-        )
-    try:
-        lead = np.broadcast_shapes(x_q.shape[:-2], x_kv.shape[:-2])
-    except ValueError:
-        raise ValueError(
-            f"the batch dimensions of x_q and x_kv do not broadcast"
-            f" (x_q.shape={x_q.shape}, x_kv.shape={x_kv.shape})"
-        ) from None
     d_model = x_q.shape[-1]
     d_k, h, h_kv = _check_params(params, d_model, n_heads)
     if mask is not None:

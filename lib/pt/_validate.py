@@ -6,10 +6,10 @@ from typing import Any
 
 import torch
 
-from .._validate import check_attention_shapes, check_mask_shape, check_min_rank
+from .._validate import check_attention_shapes, check_mask_shape, check_mha_inputs, check_min_rank
 
 __all__ = ["as_float_tensor", "check_axis", "check_no_nan_or_posinf", "check_attention_shapes",
-           "check_mask_shape", "check_min_rank"]
+           "check_mask_shape", "check_mha_inputs", "check_min_rank"]
 
 
 def as_float_tensor(x: Any, name: str) -> torch.Tensor:

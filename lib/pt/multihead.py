@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 from ..multihead import MultiHeadParams, check_head_config, matmul_flops, multi_head_flops, param_count
-from ._validate import as_float_tensor, check_mask_shape
+from ._validate import as_float_tensor, check_mask_shape, check_mha_inputs
 from .attention import attention
 
 __all__ = [
@@ -95,27 +95,12 @@ def multi_head_attention(
     """
     x_q = as_float_tensor(x_q, "x_q")
     x_kv = x_q if x_kv is None else as_float_tensor(x_kv, "x_kv")
+    lead = check_mha_inputs(x_q, x_kv)
     for name, x in (("x_q", x_q), ("x_kv", x_kv)):
-        if x.ndim < 2:
-            raise ValueError(
-                f"{name} must have at least 2 dimensions (..., n, d_model), got shape {tuple(x.shape)}"
-            )
         finite = torch.isfinite(x)
         if not bool(finite.all()):
             bad = (~finite).nonzero()[0].tolist()
             raise ValueError(f"{name} contains {x[tuple(bad)].item()} at {bad} ({name}.shape={tuple(x.shape)})")
-    if x_q.shape[-1] != x_kv.shape[-1]:
-        raise ValueError(
-            f"x_q has width {x_q.shape[-1]} but x_kv has width {x_kv.shape[-1]}"
-            f" (x_q.shape={tuple(x_q.shape)}, x_kv.shape={tuple(x_kv.shape)})"
-        )
-    try:
-        lead = torch.broadcast_shapes(x_q.shape[:-2], x_kv.shape[:-2])
-    except RuntimeError:
-        raise ValueError(
-            f"the batch dimensions of x_q and x_kv do not broadcast"
-            f" (x_q.shape={tuple(x_q.shape)}, x_kv.shape={tuple(x_kv.shape)})"
-        ) from None
     d_k, h, h_kv = _check_params(params, x_q.shape[-1], n_heads)
     if mask is not None:
         if not isinstance(mask, torch.Tensor):
