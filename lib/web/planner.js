@@ -105,7 +105,7 @@
 
   const FIELDS = [
     ["n_layers", "layers L"], ["d_model", "d_model"], ["n_heads", "query heads h"], ["n_kv_heads", "key/value heads"],
-    ["head_dim", "head_dim d_k"], ["d_ff", "d_ff"], ["vocab_size", "vocabulary V"],
+    ["head_dim", "head_dim d_k"], ["d_ff", "d_ff"], ["vocab_size", "vocabulary n_vocab"],
     ["sliding_window", "sliding window (0: none)"], ["kv_lora_rank", "latent width d_c (0: not MLA)"],
   ];
   const WORKLOAD = [["context", "context (tokens)", 4096], ["users", "concurrent sequences", 1],
