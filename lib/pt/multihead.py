@@ -14,7 +14,14 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..multihead import MultiHeadParams, check_head_config, matmul_flops, multi_head_flops, param_count
+from ..multihead import (  # _check_params reads only .ndim and .shape, so it serves tensors too
+    MultiHeadParams,
+    _check_params,
+    check_head_config,
+    matmul_flops,
+    multi_head_flops,
+    param_count,
+)
 from ._validate import as_float_tensor, check_mask_shape, check_mha_inputs
 from .attention import attention
 
@@ -70,14 +77,6 @@ def repeat_kv(x: Any, n_rep: int) -> torch.Tensor:
     if x.ndim < 3:
         raise ValueError(f"x must have at least 3 dimensions (..., h_kv, n, d), got shape {tuple(x.shape)}")
     return x if n_rep == 1 else torch.repeat_interleave(x, n_rep, dim=-3)
-
-
-def _check_params(params: Any, d_model: int, n_heads: int) -> tuple[int, int, int]:
-    from ..multihead import _check_params as np_check_params  # shape logic only: reads .ndim and .shape
-
-    if not isinstance(params, MultiHeadParams):
-        raise TypeError(f"params must be a MultiHeadParams, got {type(params).__name__}")
-    return np_check_params(params, d_model, n_heads)
 
 
 def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.Tensor:
