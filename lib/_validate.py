@@ -1,14 +1,93 @@
-"""Argument checks shared by the NumPy reference, so every public function fails the same clear way.
+"""Argument checks: the one home of every check the library makes, so every public function fails the
+same clear way.
 
-Each check names the argument and shows what it got, e.g.
+One rule, as in NumPy and JAX: **TypeError for a wrong type, ValueError for a wrong value.** A NumPy
+integer is an int (``np.int64(4)`` is accepted wherever ``4`` is); a ``bool`` is not. Each check names the
+argument and shows what it got, e.g.
 ``ValueError: q has width 64 but k has width 32 (q.shape=(2, 5, 64), k.shape=(2, 5, 32))``.
+
+The checks that read only ``.ndim`` and ``.shape`` (:func:`check_attention_shapes`, :func:`check_mask_shape`,
+:func:`check_mha_inputs`) and :func:`reduce_to` serve torch tensors too; :mod:`lib.pt._validate` adds the
+torch versions of the rest, with the same messages word for word.
 """
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
+
+__all__ = [
+    "as_float_array",
+    "check_int",
+    "check_real",
+    "check_bool",
+    "check_finite",
+    "check_axis",
+    "check_no_nan_or_posinf",
+    "check_min_rank",
+    "check_attention_shapes",
+    "check_attention_inputs",
+    "check_mask_shape",
+    "check_mha_inputs",
+    "check_causal",
+    "reduce_to",
+]
+
+
+# ---------------------------------------------------------------- scalars
+
+
+def check_int(value: Any, name: str, *, minimum: int = 1, even: bool = False, why: str = "") -> int:
+    """Return ``value`` as a Python int, or raise: TypeError unless it is an int (or a NumPy integer; a bool
+    is refused), ValueError if it is below ``minimum`` or, with ``even``, odd. ``why`` is appended to the
+    message of an odd value, e.g. ``" (features are rotated in pairs)"``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        kind = {1: "a positive int", 0: "a non-negative int"}.get(minimum, f"an int >= {minimum}")
+        raise ValueError(f"{name} must be {kind}, got {value!r}")
+    if even and value % 2:
+        raise ValueError(f"{name} must be even{why}, got {value}")
+    return int(value)
+
+
+def check_real(
+    value: Any, name: str, *, above: float | None = None, at_least: float | None = None,
+    below: float | None = None, why: str = "",
+) -> float:
+    """Return ``value`` as a finite Python float, or raise: TypeError unless it is a real number (int, float or
+    a NumPy scalar of either; a bool is refused), ValueError if it is NaN, infinite or outside the bounds
+    (``> above``, ``>= at_least``, ``< below``). ``why`` is appended to the message, e.g.
+    ``" (it is added to the variance)"``."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    tests = [(op, bound) for op, bound in ((">", above), (">=", at_least), ("<", below)) if bound is not None]
+    inside = all({">": value > b, ">=": value >= b, "<": value < b}[op] for op, b in tests) if tests else True
+    if not (math.isfinite(value) and inside):
+        bounds = "".join(f" {op} {b:g}" if i == 0 else f" and {op} {b:g}" for i, (op, b) in enumerate(tests))
+        raise ValueError(f"{name} must be a finite number{bounds}{why}, got {value!r}")
+    return float(value)
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` as a Python bool, or raise TypeError (an int such as 1 is not a flag)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return bool(value)
+
+
+def check_causal(causal: Any, n_q: int, n_k: int) -> bool:
+    """A causal mask needs every query to see itself: ``n_k >= n_q`` (the queries are the last ``n_q``
+    positions). Returns ``causal`` as a bool."""
+    causal = check_bool(causal, "causal")
+    if causal and n_k < n_q:
+        raise ValueError(f"a causal mask needs n_k >= n_q (every query sees itself), got n_q={n_q}, n_k={n_k}")
+    return causal
+
+
+# ---------------------------------------------------------------- arrays
 
 
 def as_float_array(x: Any, name: str) -> np.ndarray:
@@ -35,14 +114,26 @@ def as_float_array(x: Any, name: str) -> np.ndarray:
     return arr
 
 
-def check_axis(x: np.ndarray, axis: int, name: str) -> int:
-    """Normalise ``axis`` for ``x`` (negative axes allowed), or raise naming both."""
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+def check_finite(x: np.ndarray, name: str, why: str = "") -> None:
+    """Refuse NaN and ``±inf`` in a NumPy array, naming the first bad value and its index."""
+    bad = ~np.isfinite(x)
+    if bad.any():
+        idx = np.argwhere(bad)[0].tolist()
+        raise ValueError(f"{name} contains a non-finite value ({float(x[tuple(idx)])}) at {idx}"
+                         f" ({name}.shape={tuple(x.shape)}){why}")
+
+
+def check_axis(x: Any, axis: int, name: str) -> int:
+    """Normalise ``axis`` for ``x`` (negative axes allowed), or raise naming both. Reads only ``.ndim`` and
+    ``.shape``, so it serves torch tensors too."""
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"axis must be an int, got {type(axis).__name__}")
     if x.ndim == 0:
         raise ValueError(f"{name} must have at least 1 dimension to take a softmax over, got a scalar")
     if not -x.ndim <= axis < x.ndim:
-        raise ValueError(f"axis {axis} is out of range for {name} with {x.ndim} dimensions ({name}.shape={x.shape})")
+        raise ValueError(
+            f"axis {axis} is out of range for {name} with {x.ndim} dimensions ({name}.shape={tuple(x.shape)})"
+        )
     return int(axis) % x.ndim
 
 
@@ -87,6 +178,33 @@ def check_attention_shapes(q: Any, k: Any, v: Any, *, grad: Any = None) -> None:
         want = (*lead, qs[-2], vs[-1])
         if tuple(grad.shape) != want:
             raise ValueError(f"d_out must have the output's shape {want}, got {tuple(grad.shape)}")
+
+
+def check_attention_inputs(q: Any, k: Any, v: Any, mask: Any | None) -> tuple[Any, Any, Any, Any]:
+    """The inputs of an attention call as floating NumPy arrays of one dtype, with shapes checked by
+    :func:`check_attention_shapes` and the mask (if any) by :func:`check_mask_shape`."""
+    q, k, v = (as_float_array(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v")))
+    check_attention_shapes(q, k, v)
+    if len({q.dtype, k.dtype, v.dtype}) > 1:
+        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if mask is not None:
+        mask = np.asarray(mask)
+        lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        check_mask_shape(mask, (*lead, q.shape[-2], k.shape[-2]))
+    return q, k, v, mask
+
+
+def reduce_to(grad: Any, shape: tuple[int, ...]) -> Any:
+    """Sum a broadcast gradient back to an input's ``shape``: the adjoint of broadcasting.
+
+    Leading axes the input did not have are summed away, and axes where the input had size 1 are summed
+    with ``keepdims``. Works for NumPy arrays and torch tensors alike (both take ``axis``/``keepdims``).
+    """
+    extra = grad.ndim - len(shape)
+    if extra:
+        grad = grad.sum(axis=tuple(range(extra)))
+    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
+    return grad.sum(axis=axes, keepdims=True) if axes else grad
 
 
 def check_mask_shape(mask: Any, scores_shape: tuple[int, ...]) -> None:

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import as_float_array
+from ._validate import as_float_array, check_finite, check_int
 
 __all__ = ["relu", "gelu", "gelu_tanh", "feed_forward", "ffn_param_count"]
 
@@ -33,9 +33,7 @@ _erf = np.vectorize(math.erf, otypes=[np.float64])
 
 def _finite(x: Any, name: str) -> np.ndarray:
     x = as_float_array(x, name)
-    if not np.isfinite(x).all():
-        raise ValueError(f"{name} contains a non-finite value at {np.argwhere(~np.isfinite(x))[0].tolist()}"
-                         f" ({name}.shape={x.shape})")
+    check_finite(x, name)
     return x
 
 
@@ -99,7 +97,5 @@ def feed_forward(
 def ffn_param_count(d_model: int, d_ff: int, bias: bool = True) -> int:
     r"""Parameters of eq. ffn: :math:`2\,d_\text{model} d_\text{ff}` weights plus
     :math:`d_\text{ff} + d_\text{model}` biases (when ``bias``)."""
-    for name, v in (("d_model", d_model), ("d_ff", d_ff)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v <= 0:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    d_model, d_ff = check_int(d_model, "d_model"), check_int(d_ff, "d_ff")
     return 2 * d_model * d_ff + ((d_ff + d_model) if bias else 0)

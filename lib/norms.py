@@ -26,21 +26,30 @@ Backward, for an upstream gradient :math:`dy = \partial L/\partial y` and :math:
 where the bar is the mean over the ``d`` features of one token. Numerical notes: a constant row has
 ``sigma^2 = 0``, so ``x_hat = 0`` and ``r = 1/sqrt(eps)``; ``eps`` must be positive for that row to be
 finite. Non-finite inputs are refused (a single ``inf`` would make the whole row NaN). float16 input is
-normalised with float32 statistics and the result cast back (``torch.nn.LayerNorm`` does the same): in
-float16 the squares of activations above 256 overflow (:math:`256^2 = 65536 > 65504`), the variance becomes
-``inf`` and every output of the row silently becomes ``beta``.
+normalised with float32 statistics and the result cast back, in the forward and in the backward pass
+(``torch.nn.LayerNorm`` does the same): in float16 the squares of activations above 256 overflow
+(:math:`256^2 = 65536 > 65504`), the variance becomes ``inf`` and every output of the row silently becomes
+``beta``; in the backward pass of activations near 1000 the mean keeps no digit of their spread and every
+gradient comes back as an exact zero.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array
+from ._validate import as_float_array, check_finite, check_int, check_real
 
-__all__ = ["layer_norm", "layer_norm_backward", "layer_norm_steps", "LayerNormSteps", "DEFAULT_EPS"]
+__all__ = [
+    "layer_norm",
+    "layer_norm_backward",
+    "layer_norm_steps",
+    "LayerNormSteps",
+    "DEFAULT_EPS",
+    "check_eps",
+    "layer_norm_param_count",
+]
 
 #: The default ``eps`` (that of ``torch.nn.LayerNorm`` and of most Transformer code).
 DEFAULT_EPS = 1e-5
@@ -56,10 +65,9 @@ class LayerNormSteps(NamedTuple):
     y: np.ndarray  #: gamma * x_hat + beta (..., d)
 
 
-def _check_eps(eps: float) -> None:
-    ok = not isinstance(eps, bool) and isinstance(eps, (int, float, np.floating))
-    if not ok or not math.isfinite(eps) or eps <= 0:
-        raise ValueError(f"eps must be a positive finite number (it is added to the variance), got {eps!r}")
+def check_eps(eps: Any) -> float:
+    """``eps`` must be a positive finite real (it keeps a constant row finite); shared with :mod:`lib.pt.norms`."""
+    return check_real(eps, "eps", above=0, why=" (it is added to the variance)")
 
 
 def _check_x(x: Any, name: str = "x") -> np.ndarray:
@@ -70,11 +78,7 @@ def _check_x(x: Any, name: str = "x") -> np.ndarray:
         raise ValueError(
             f"{name} has no features to normalise over (last axis has size 0, {name}.shape={x.shape})"
         )
-    if not np.isfinite(x).all():
-        raise ValueError(
-            f"{name} contains a non-finite value at {np.argwhere(~np.isfinite(x))[0].tolist()}"
-            f" ({name}.shape={x.shape}); its row would normalise to NaN"
-        )
+    check_finite(x, name, why="; its row would normalise to NaN")
     return x
 
 
@@ -91,7 +95,7 @@ def layer_norm_steps(
     x: Any, gamma: Any | None = None, beta: Any | None = None, eps: float = DEFAULT_EPS
 ) -> LayerNormSteps:
     """Forward pass of eq. layernorm, returning every intermediate (for the chapter's worked example)."""
-    _check_eps(eps)
+    check_eps(eps)
     x = _check_x(x)
     d = x.shape[-1]
     gamma = _check_param(gamma, "gamma", d, x.dtype, 1.0)
@@ -137,10 +141,17 @@ def layer_norm_backward(
     d = x.shape[-1]
     gamma = _check_param(gamma, "gamma", d, x.dtype, 1.0)
     lead = tuple(range(x.ndim - 1))
-    dgamma = (dy * st.x_hat).sum(axis=lead)  # (d,)
-    dbeta = dy.sum(axis=lead)  # (d,)
-    g = dy * gamma  # (..., d): gradient w.r.t. x_hat
+    work = st.x_hat.dtype  # float32 for float16 input, as in the forward
+    dy_w, gamma_w = dy.astype(work, copy=False), gamma.astype(work, copy=False)
+    dgamma = (dy_w * st.x_hat).sum(axis=lead)  # (d,)
+    dbeta = dy_w.sum(axis=lead)  # (d,)
+    g = dy_w * gamma_w  # (..., d): gradient w.r.t. x_hat
     g_mean = g.mean(axis=-1, keepdims=True)  # (..., 1)
     gx_mean = (g * st.x_hat).mean(axis=-1, keepdims=True)  # (..., 1)
     dx = st.rstd * (g - g_mean - st.x_hat * gx_mean)  # (..., d)
-    return dx.astype(x.dtype, copy=False), dgamma.astype(x.dtype, copy=False), dbeta
+    return tuple(t.astype(x.dtype, copy=False) for t in (dx, dgamma, dbeta))  # type: ignore[return-value]
+
+
+def layer_norm_param_count(d_model: int) -> int:
+    """A LayerNorm has a scale and a shift per feature: ``2 d_model`` parameters (``gamma`` and ``beta``)."""
+    return 2 * check_int(d_model, "d_model")

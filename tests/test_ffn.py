@@ -111,9 +111,27 @@ def test_bad_inputs_raise_clear_errors():
         ptf.feed_forward(t[0], t[1], t[2], t[3].T, t[4])
     with pytest.raises(ValueError, match="d_ff must be a positive int"):
         npf.ffn_param_count(512, 0)
-    with pytest.raises(ValueError, match="dropout must lie in"):
+    with pytest.raises(TypeError, match="d_ff must be an int, got float"):
+        npf.ffn_param_count(512, 2048.0)
+    assert npf.ffn_param_count(np.int64(512), np.int32(2048)) == 2_099_712
+    with pytest.raises(ValueError, match=r"dropout must be a finite number >= 0 and < 1, got 1.0"):
         ptf.FeedForward(4, 8, dropout=1.0)
     with pytest.raises(ValueError, match="x must have width d_model=4"):
         ptf.FeedForward(4, 8)(torch.ones(2, 3))
     with pytest.raises(TypeError, match="x must have a floating dtype"):
         npf.relu(np.ones(3, dtype=int))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("which", range(5), ids=["x", "w1", "b1", "w2", "b2"])
+def test_torch_feed_forward_refuses_non_finite_like_numpy(bad, which):
+    """lib.pt.ffn let NaN through where lib.ffn refused it (issue 14): both must raise the same error."""
+    rng = np.random.default_rng(0)
+    args = [rng.normal(size=(2, 4)), *_weights(rng, 4, 8)]
+    args[which] = args[which].copy()
+    args[which].flat[0] = bad
+    with pytest.raises(ValueError) as np_err:
+        npf.feed_forward(*args)
+    with pytest.raises(ValueError) as pt_err:
+        ptf.feed_forward(*(torch.from_numpy(a) for a in args))
+    assert str(pt_err.value) == str(np_err.value)

@@ -165,15 +165,15 @@ def test_torch_layer_norm_passes_gradcheck():
 def test_bad_inputs_raise_clear_errors(mod):
     arr = (lambda a: torch.from_numpy(np.asarray(a, dtype=np.float64))) if mod is ptn else np.asarray
     x = arr(np.ones((2, 4)))
-    with pytest.raises(ValueError, match="eps must be a positive"):
+    with pytest.raises(ValueError, match="eps must be a finite number > 0"):
         mod.layer_norm(x, eps=0.0)
-    with pytest.raises(ValueError, match="eps must be a positive"):
+    with pytest.raises(ValueError, match="eps must be a finite number > 0"):
         mod.layer_norm(x, eps=float("nan"))
     with pytest.raises(ValueError, match=r"gamma must have shape \(d,\) = \(4,\)"):
         mod.layer_norm(x, arr(np.ones(3)))
     with pytest.raises(ValueError, match=r"beta must have shape \(d,\) = \(4,\)"):
         mod.layer_norm(x, None, arr(np.ones(5)))
-    with pytest.raises(ValueError, match="x contains a non-finite value at"):
+    with pytest.raises(ValueError, match=r"x contains a non-finite value \(inf\) at \[0, 1\]"):
         mod.layer_norm(arr([[1.0, np.inf]]))
     with pytest.raises(ValueError, match="no features to normalise over"):
         mod.layer_norm(arr(np.ones((3, 0))))
@@ -190,6 +190,10 @@ def test_type_errors_name_the_argument():
         npn.layer_norm(torch.ones(2, 3))
     with pytest.raises(ValueError, match="d must be a positive int"):
         ptn.LayerNorm(0)
+    with pytest.raises(TypeError, match="d must be an int, got float"):
+        ptn.LayerNorm(4.0)
+    with pytest.raises(TypeError, match="eps must be a real number, got str"):
+        npn.layer_norm(np.ones(3), eps="1e-5")
     with pytest.raises(ValueError, match="x must have width d=4"):
         ptn.LayerNorm(4)(torch.ones(2, 3))
 
@@ -207,3 +211,23 @@ def test_float16_uses_float32_statistics_instead_of_overflowing():
     np.testing.assert_allclose(ptn.layer_norm(torch.from_numpy(x)).numpy().astype(np.float64),
                                want.astype(np.float64), atol=4e-3)
     assert np.abs(y.astype(np.float64)).max() > 1.0  # not collapsed to beta = 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_low_precision_backward_upcasts_like_the_forward(dtype):
+    """Activations ~1000 ± 300: in float16 the centred squares overflow and the mean loses every digit, so a
+    backward that takes its statistics in the input dtype returns exact zeros (issue 14)."""
+    rng = np.random.default_rng(0)
+    x = 1000 + 300 * rng.normal(size=(4, 64))
+    dy, g = rng.normal(size=(4, 64)), rng.normal(size=64)
+    dx64, dg64, db64 = npn.layer_norm_backward(x, dy, g)  # the float64 reference
+    x_lo, dy_lo, g_lo = (torch.from_numpy(a).to(dtype) for a in (x, dy, g))
+    dx, dg, db = ptn.layer_norm_backward(x_lo, dy_lo, g_lo)
+    assert (dx.dtype, dg.dtype, db.dtype) == (dtype, dtype, dtype)
+    # the low-precision inputs are themselves rounded, so compare with the float64 backward of those inputs
+    ref = npn.layer_norm_backward(*(t.double().numpy() for t in (x_lo, dy_lo, g_lo)))
+    for got, want, name in zip((dx, dg, db), ref, ("dx", "dgamma", "dbeta"), strict=True):
+        assert np.abs(got.double().numpy()).max() > 0, f"{name} collapsed to zero"
+        np.testing.assert_allclose(got.double().numpy(), want, rtol=1e-2, atol=1e-2 * np.abs(want).max(),
+                                   err_msg=name)
+    assert abs(np.abs(dx64).max() - 0.0188) < 1e-3 and abs(np.abs(dg64).max() - 5.97) < 1e-2

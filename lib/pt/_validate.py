@@ -6,10 +6,22 @@ from typing import Any
 
 import torch
 
-from .._validate import check_attention_shapes, check_mask_shape, check_mha_inputs, check_min_rank
+from .._validate import (
+    check_attention_shapes,
+    check_axis,
+    check_bool,
+    check_causal,
+    check_int,
+    check_mask_shape,
+    check_mha_inputs,
+    check_min_rank,
+    check_real,
+    reduce_to,
+)
 
-__all__ = ["as_float_tensor", "check_axis", "check_no_nan_or_posinf", "check_attention_shapes",
-           "check_mask_shape", "check_mha_inputs", "check_min_rank"]
+__all__ = ["as_float_tensor", "check_axis", "check_no_nan_or_posinf", "check_finite", "check_attention_shapes",
+           "check_attention_inputs", "check_mask_shape", "check_mha_inputs", "check_min_rank", "check_int",
+           "check_real", "check_bool", "check_causal", "reduce_to"]
 
 
 def as_float_tensor(x: Any, name: str) -> torch.Tensor:
@@ -33,16 +45,29 @@ def as_float_tensor(x: Any, name: str) -> torch.Tensor:
         raise TypeError(f"{name} must be an array of real numbers, got {type(x).__name__}: {err}") from None
 
 
-def check_axis(x: torch.Tensor, axis: int, name: str) -> int:
-    if not isinstance(axis, int) or isinstance(axis, bool):
-        raise TypeError(f"axis must be an int, got {type(axis).__name__}")
-    if x.ndim == 0:
-        raise ValueError(f"{name} must have at least 1 dimension to take a softmax over, got a scalar")
-    if not -x.ndim <= axis < x.ndim:
-        raise ValueError(
-            f"axis {axis} is out of range for {name} with {x.ndim} dimensions ({name}.shape={tuple(x.shape)})"
-        )
-    return axis % x.ndim
+def check_finite(x: torch.Tensor, name: str, why: str = "") -> None:
+    """Refuse NaN and ``±inf``; the message of :func:`lib._validate.check_finite`, word for word."""
+    bad = ~torch.isfinite(x.detach())
+    if bool(bad.any()):
+        idx = bad.nonzero()[0].tolist()
+        raise ValueError(f"{name} contains a non-finite value ({float(x[tuple(idx)])}) at {idx}"
+                         f" ({name}.shape={tuple(x.shape)}){why}")
+
+
+def check_attention_inputs(q: Any, k: Any, v: Any, mask: Any | None) -> tuple[Any, Any, Any, Any]:
+    """The torch twin of :func:`lib._validate.check_attention_inputs`; also requires one device."""
+    q, k, v = (as_float_tensor(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v")))
+    check_attention_shapes(q, k, v)
+    if len({q.dtype, k.dtype, v.dtype}) > 1:
+        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if len({q.device, k.device, v.device}) > 1:
+        raise ValueError(f"q, k and v must live on one device, got {q.device}, {k.device}, {v.device}")
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor):
+            raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")
+        lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+        check_mask_shape(mask, (*lead, q.shape[-2], k.shape[-2]))
+    return q, k, v, mask
 
 
 def check_no_nan_or_posinf(x: torch.Tensor, name: str) -> None:

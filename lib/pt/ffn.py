@@ -17,7 +17,13 @@ import torch
 from torch import nn
 
 from ..ffn import ffn_param_count
-from ._validate import as_float_tensor
+from ._validate import as_float_tensor, check_finite, check_real
+
+
+def _finite(x: Any, name: str) -> torch.Tensor:
+    x = as_float_tensor(x, name)
+    check_finite(x, name)
+    return x
 
 __all__ = ["relu", "gelu", "gelu_tanh", "feed_forward", "FeedForward", "ffn_param_count"]
 
@@ -44,14 +50,16 @@ def feed_forward(
 ) -> torch.Tensor:
     """``activation(x @ w1 + b1) @ w2 + b2``, ``w1`` ``(d_model, d_ff)``; see :func:`lib.ffn.feed_forward`."""
     named = ((x, "x"), (w1, "w1"), (b1, "b1"), (w2, "w2"), (b2, "b2"))
-    x, w1, b1, w2, b2 = (as_float_tensor(t, n) for t, n in named)
+    x, w1, b1, w2, b2 = (_finite(t, name) for t, name in named)  # NaN and ±inf refused, as in lib.ffn
+    if x.ndim < 1:
+        raise ValueError("x must have at least 1 dimension (..., d_model), got a scalar")
     if w1.ndim != 2 or w2.ndim != 2:
         raise ValueError(
             f"w1 and w2 must be matrices, got w1.shape={tuple(w1.shape)}, w2.shape={tuple(w2.shape)}"
         )
     d_model, d_ff = w1.shape
-    if x.ndim < 1 or x.shape[-1] != d_model:
-        raise ValueError(f"x has width {x.shape[-1] if x.ndim else None} but w1 expects d_model={d_model}"
+    if x.shape[-1] != d_model:
+        raise ValueError(f"x has width {x.shape[-1]} but w1 expects d_model={d_model}"
                          f" (x.shape={tuple(x.shape)}, w1.shape={tuple(w1.shape)}; rows are tokens: x @ w1)")
     if tuple(w2.shape) != (d_ff, d_model):
         raise ValueError(f"w2 must have shape (d_ff, d_model) = {(d_ff, d_model)} to match"
@@ -76,8 +84,7 @@ class FeedForward(nn.Module):
                  bias: bool = True, dropout: float = 0.0):
         super().__init__()
         ffn_param_count(d_model, d_ff)  # validates the widths with a clear message
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must lie in [0, 1), got {dropout!r}")
+        check_real(dropout, "dropout", at_least=0, below=1)
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.activation = activation

@@ -9,21 +9,15 @@ state dicts are interchangeable.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import torch
 from torch import nn
 
-from ..norms import DEFAULT_EPS
-from ._validate import as_float_tensor
+from ..norms import DEFAULT_EPS, check_eps
+from ._validate import as_float_tensor, check_finite, check_int
 
 __all__ = ["layer_norm", "layer_norm_backward", "LayerNorm", "DEFAULT_EPS"]
-
-
-def _check_eps(eps: float) -> None:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not math.isfinite(eps) or eps <= 0:
-        raise ValueError(f"eps must be a positive finite number (it is added to the variance), got {eps!r}")
 
 
 def _check_x(x: Any, name: str = "x") -> torch.Tensor:
@@ -34,13 +28,16 @@ def _check_x(x: Any, name: str = "x") -> torch.Tensor:
         raise ValueError(
             f"{name} has no features to normalise over (last axis has size 0, {name}.shape={tuple(x.shape)})"
         )
-    bad = ~torch.isfinite(x)
-    if bool(bad.any()):
-        raise ValueError(
-            f"{name} contains a non-finite value at {bad.nonzero()[0].tolist()}"
-            f" ({name}.shape={tuple(x.shape)}); its row would normalise to NaN"
-        )
+    check_finite(x, name, why="; its row would normalise to NaN")
     return x
+
+
+def _work_dtype(x: torch.Tensor) -> torch.dtype:
+    """float32 for float16/bfloat16 input (as ``torch.nn.LayerNorm`` computes its statistics), else x's dtype.
+
+    In float16 the squares of centred activations above 256 overflow (256² > 65504) and a mean of
+    activations near 1000 keeps no digit of their spread, so both passes upcast."""
+    return torch.float32 if x.dtype in (torch.float16, torch.bfloat16) else x.dtype
 
 
 def _check_param(p: Any, name: str, d: int) -> torch.Tensor | None:
@@ -56,13 +53,12 @@ def layer_norm(
     x: Any, gamma: Any | None = None, beta: Any | None = None, eps: float = DEFAULT_EPS
 ) -> torch.Tensor:
     """Layer normalisation over the last axis (eq. layernorm); see :func:`lib.norms.layer_norm`."""
-    _check_eps(eps)
+    check_eps(eps)
     x = _check_x(x)
     d = x.shape[-1]
     gamma, beta = _check_param(gamma, "gamma", d), _check_param(beta, "beta", d)
     out_dtype = x.dtype
-    if x.dtype in (torch.float16, torch.bfloat16):
-        x = x.float()  # statistics in float32, as torch.nn.LayerNorm computes them
+    x = x.to(_work_dtype(x))  # statistics in float32 for float16/bfloat16 input
     mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
     xc = x - mu  # (..., d)
     var = (xc * xc).mean(dim=-1, keepdim=True)  # (..., 1), biased
@@ -80,23 +76,25 @@ def layer_norm_backward(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Closed-form ``(dx, dgamma, dbeta)`` (eq. layernorm-backward); see
     :func:`lib.norms.layer_norm_backward`."""
-    _check_eps(eps)
+    check_eps(eps)
     x = _check_x(x)
     dy = as_float_tensor(dy, "dy")
     if dy.shape != x.shape:
         raise ValueError(f"dy must have x's shape {tuple(x.shape)}, got {tuple(dy.shape)}")
     d = x.shape[-1]
     gamma = _check_param(gamma, "gamma", d)
-    mu = x.mean(dim=-1, keepdim=True)
-    xc = x - mu
+    out_dtype, work = x.dtype, _work_dtype(x)
+    x, dy = x.to(work), dy.to(work)  # the forward's statistics, in the forward's precision
+    mu = x.mean(dim=-1, keepdim=True)  # (..., 1)
+    xc = x - mu  # (..., d)
     rstd = torch.rsqrt((xc * xc).mean(dim=-1, keepdim=True) + eps)  # (..., 1)
     x_hat = xc * rstd  # (..., d)
     lead = tuple(range(x.ndim - 1))
     dgamma = (dy * x_hat).sum(dim=lead) if lead else dy * x_hat  # (d,)
     dbeta = dy.sum(dim=lead) if lead else dy.clone()  # (d,)
-    g = dy if gamma is None else dy * gamma  # (..., d)
+    g = dy if gamma is None else dy * gamma.to(work)  # (..., d): gradient w.r.t. x_hat
     dx = rstd * (g - g.mean(dim=-1, keepdim=True) - x_hat * (g * x_hat).mean(dim=-1, keepdim=True))
-    return dx, dgamma, dbeta
+    return dx.to(out_dtype), dgamma.to(out_dtype), dbeta.to(out_dtype)
 
 
 class LayerNorm(nn.Module):
@@ -109,9 +107,8 @@ class LayerNorm(nn.Module):
         self, d: int, eps: float = DEFAULT_EPS, *, device: Any = None, dtype: torch.dtype | None = None
     ):
         super().__init__()
-        if not isinstance(d, int) or isinstance(d, bool) or d <= 0:
-            raise ValueError(f"d must be a positive int (the width normalised over), got {d!r}")
-        _check_eps(eps)
+        d = check_int(d, "d")
+        check_eps(eps)
         self.d, self.eps = d, eps
         self.weight = nn.Parameter(torch.ones(d, device=device, dtype=dtype))
         self.bias = nn.Parameter(torch.zeros(d, device=device, dtype=dtype))
