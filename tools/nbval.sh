@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# nbval over the given chapters (default: every chapter), exactly as the test command runs it: each notebook
+# is re-executed and every stored output compared with the fresh one (tools/nbval_sanitize.cfg masks memory
+# addresses; cells tagged nbval-ignore-output are run but not compared).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export BOOK_WIDGETS=static  # lib.widgets draws figures, not sliders, in every headless execution
+if [ $# -eq 0 ]; then set -- chapters; fi
+exec .venv/bin/python -m pytest -q -p no:randomly --nbval --nbval-current-env \
+  --nbval-sanitize-with tools/nbval_sanitize.cfg "$@"
