@@ -1,0 +1,288 @@
+"""The capacity planner: one report (text or JSON) of what a model needs to serve a workload, the command line
+``python -m lib.sizing CONFIG.json`` (also ``python -m lib.planner``), and the in-page calculator's HTML.
+
+The JSON form is a stable interface: its keys are listed in :data:`JSON_KEYS` (and in the README); a rename or a
+change of meaning bumps :data:`SCHEMA_VERSION`; new keys may be added without a bump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+import sys
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from .constants import BYTES_PER_DTYPE, GB, GiB, KiB
+from .gpus import GPUS, gpu
+from .kv_cache import cached_token_layers, model_kv_bytes_per_sequence, model_kv_bytes_per_token, model_kv_cache_bytes
+from .model_config import SUPPORTED_MODEL_TYPES, ConfigError, ModelConfig, load_config
+from .model_flops import forward_flops, model_crossover_length
+from .params import parameter_count
+from .serving import ServingAssumptions, activation_peak_bytes, plan_gpus, serving_plan
+from .units import _count, bytes_per_element, format_bytes, parse_bytes
+
+__all__ = ["SCHEMA_VERSION", "JSON_KEYS", "report", "format_report", "normalised", "planner_html", "main"]
+
+#: Version of the ``--json`` layout: bumped on any rename or change of meaning of a key in :data:`JSON_KEYS`.
+SCHEMA_VERSION = 1
+
+#: Top-level keys of :func:`report` (the ``--json`` output), each with its meaning.
+JSON_KEYS: dict[str, str] = {
+    "schema_version": "int, the layout version (bumped on renames)",
+    "model": "the config's name (file name without .config.json) or its model_type",
+    "model_type": "model_type as written in the config",
+    "family": "the reader used: model_type, or the family given with --assume-family",
+    "attention": "multi-head, grouped-query, multi-query or latent",
+    "assumptions": "list of strings: what was assumed rather than read (empty: the config was read exactly)",
+    "architecture": "the normalised description (lib.model_config.ModelConfig fields)",
+    "parameters": "total, active_per_token and the parts: embedding, lm_head, attention, ffn, norms, ffn_active,"
+                  " kv_projection",
+    "workload": "context, users, dtype, kv_dtype, gpu (preset name or null), gpu_memory_bytes, cached_token_layers",
+    "weights_bytes": "parameters.total x bytes per element of dtype",
+    "kv_bytes_per_token": "bytes one token adds to the cache of a layer-complete (unwindowed) model",
+    "kv_bytes_per_sequence": "bytes of one sequence of context tokens, summed layer by layer with each window",
+    "kv_cache_bytes": "kv_bytes_per_sequence x users",
+    "total_bytes": "weights_bytes + kv_cache_bytes",
+    "flops_per_token": "attention, projections, ffn, lm_head, total: forward FLOPs of one token at the context",
+    "crossover_context": "context at which attention-score FLOPs equal feed-forward FLOPs",
+    "serving": "engine settings (gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, non_torch_bytes,"
+               " overhead_bytes), activation_peak_bytes, assumptions (list of strings), and the plans"
+               " tensor_parallel and tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas,"
+               " sequences_per_replica, usable_bytes_per_gpu, weight_bytes_per_gpu, kv_bytes_per_gpu,"
+               " overhead_bytes_per_gpu, naive_gpus)",
+}
+
+
+def normalised(cfg: ModelConfig) -> dict[str, Any]:
+    """The JSON-ready normalised description of ``cfg``: every field the generic formulas use (the in-page
+    calculator receives exactly this, so each family's quirks are read once, in Python)."""
+    d = asdict(cfg)
+    for key in ("layer_windows", "moe_layers", "assumptions"):
+        if d[key] is not None:
+            d[key] = list(d[key])
+    return d
+
+
+def report(
+    cfg: ModelConfig,
+    *,
+    context: int | None = None,
+    users: int = 1,
+    gpu_memory_bytes: int | None = None,
+    gpu_name: str | None = None,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    engine: ServingAssumptions | None = None,
+    overhead_bytes: float | None = None,
+    max_tp: int = 64,
+    max_pp: int = 8,
+) -> dict[str, Any]:
+    """Everything the planner says about ``cfg`` for a workload, as a JSON-ready dict (keys: :data:`JSON_KEYS`).
+
+    GPU memory: ``gpu_memory_bytes`` if given, else the preset ``gpu_name`` (default ``"H100-80GB"``, 81,559 MiB).
+    The serving plans follow vLLM's accounting with ``engine`` (:class:`~lib.serving.ServingAssumptions`); a
+    fixed ``overhead_bytes`` per GPU replaces the activation and non-torch estimates. ``context`` defaults to 4096.
+    """
+    kv_dtype = dtype if kv_dtype is None else kv_dtype
+    bytes_per_element(dtype)
+    bytes_per_element(kv_dtype)
+    context = 4096 if context is None else _count(context, "context")
+    users = _count(users, "users")
+    engine = engine or ServingAssumptions()
+    if gpu_memory_bytes is None:
+        gpu_name = gpu(gpu_name or "H100-80GB").name
+        gpu_memory_bytes = GPUS[gpu_name].memory_bytes
+    gpu_memory_bytes = _count(gpu_memory_bytes, "gpu_memory_bytes")
+    params = parameter_count(cfg)
+    w_bytes = params.total * bytes_per_element(dtype)
+    kv_total = model_kv_cache_bytes(cfg, context, users, kv_dtype)
+    fl = forward_flops(cfg, context)
+    plans = {}
+    for key, pp in (("tensor_parallel", 1), ("tensor_x_pipeline", max_pp)):
+        common = dict(users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=dtype,
+                      kv_dtype=kv_dtype, max_tp=max_tp, max_pp=pp)
+        if overhead_bytes is None:
+            plan = serving_plan(cfg, assumptions=engine, **common)
+        else:
+            plan = plan_gpus(cfg, memory_fraction=engine.gpu_memory_utilization, overhead_bytes=overhead_bytes,
+                             **common)
+        plans[key] = asdict(plan)
+    serving_notes = engine.describe() if overhead_bytes is None else [
+        f"gpu_memory_utilization {engine.gpu_memory_utilization}; a fixed overhead of"
+        f" {overhead_bytes / GiB:.2f} GiB per GPU (given) replaces the activation and non-torch estimates"]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": cfg.name or cfg.model_type,
+        "model_type": cfg.model_type,
+        "family": cfg.family or cfg.model_type,
+        "attention": cfg.attention_kind,
+        "assumptions": list(cfg.assumptions),
+        "architecture": normalised(cfg),
+        "parameters": {"total": params.total, "active_per_token": params.active, **asdict(params)},
+        "workload": {"context": context, "users": users, "dtype": dtype, "kv_dtype": kv_dtype, "gpu": gpu_name,
+                     "gpu_memory_bytes": gpu_memory_bytes, "cached_token_layers": cached_token_layers(cfg, context)},
+        "weights_bytes": w_bytes,
+        "kv_bytes_per_token": model_kv_bytes_per_token(cfg, kv_dtype),
+        "kv_bytes_per_sequence": model_kv_bytes_per_sequence(cfg, context, kv_dtype),
+        "kv_cache_bytes": kv_total,
+        "total_bytes": w_bytes + kv_total,
+        "flops_per_token": {"attention": fl.attention, "projections": fl.projections, "ffn": fl.ffn,
+                            "lm_head": fl.lm_head, "total": fl.total},
+        "crossover_context": model_crossover_length(cfg),
+        "serving": {
+            "gpu_memory_utilization": engine.gpu_memory_utilization,
+            "max_num_batched_tokens": engine.max_num_batched_tokens,
+            "max_num_seqs": engine.max_num_seqs,
+            "non_torch_bytes": engine.non_torch_bytes,
+            "overhead_bytes": overhead_bytes,
+            "activation_peak_bytes": activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs,
+                                                           dtype),
+            "assumptions": serving_notes,
+            **plans,
+        },
+    }
+
+
+def _plan_line(label: str, g: dict[str, Any]) -> str:
+    return (f"{label}: {g['gpus']} GPU(s) = {g['replicas']} replica(s) x tensor-parallel {g['tp_degree']}"
+            f" x pipeline {g['pp_degree']}; {g['sequences_per_replica']} sequences per replica; per GPU: weights"
+            f" {g['weight_bytes_per_gpu'] / GiB:,.2f} GiB, overhead {g['overhead_bytes_per_gpu'] / GiB:,.2f} GiB,"
+            f" cache {g['kv_bytes_per_gpu'] / GiB:,.2f} GiB")
+
+
+def format_report(r: dict[str, Any]) -> str:
+    """The readable form of :func:`report` (GB = 10**9 B and GiB = 2**30 B always labelled)."""
+    w, p, f, s = r["workload"], r["parameters"], r["flops_per_token"], r["serving"]
+    lines = [f"ASSUMED: {a}" for a in r["assumptions"]]
+    gpu_text = f"{w['gpu']}, " if w["gpu"] else ""
+    lines += [
+        f"model: {r['model']} ({r['model_type']}, {r['attention']} attention)",
+        f"parameters: {p['total']:,} total, {p['active_per_token']:,} active per token",
+        f"weights ({w['dtype']}): {format_bytes(r['weights_bytes'])}",
+        f"KV cache per token ({w['kv_dtype']}): {r['kv_bytes_per_token']:,.0f} B"
+        f" = {r['kv_bytes_per_token'] / KiB:,.2f} KiB",
+        f"KV cache for {w['users']} x {w['context']} tokens ({w['cached_token_layers']:,} token-layers cached each):"
+        f" {format_bytes(r['kv_cache_bytes'])}",
+        f"weights + cache: {format_bytes(r['total_bytes'])}",
+        f"forward FLOPs per token at context {w['context']}: {f['total']:.4g} (attention scores {f['attention']:.4g},"
+        f" projections {f['projections']:.4g}, feed-forward {f['ffn']:.4g}, LM head {f['lm_head']:.4g})",
+        f"attention scores = feed-forward FLOPs at context {r['crossover_context']:,.0f}",
+        f"GPU: {gpu_text}{w['gpu_memory_bytes'] / GB:,.2f} GB = {w['gpu_memory_bytes'] / GiB:,.2f} GiB as reported;"
+        f" naive count {s['tensor_parallel']['naive_gpus']}",
+        _plan_line("serving plan, tensor parallel", s["tensor_parallel"]),
+        _plan_line("serving plan, tensor x pipeline", s["tensor_x_pipeline"]),
+    ]
+    lines += [f"engine assumption: {a}" for a in s["assumptions"]]
+    return "\n".join(lines)
+
+
+def planner_html(presets: dict[str, ModelConfig], element_id: str = "planner-app") -> str:
+    """HTML for the in-page calculator: a ``<div>`` carrying the presets' normalised descriptions
+    (:func:`normalised`) and ``BYTES_PER_DTYPE`` as JSON, then ``lib/web/planner.js`` inline (no kernel, no
+    network). The script applies only the generic formulas; tests/test_planner_node.py checks it against
+    :mod:`lib.sizing` under Node, tests/browser/test_planner.py in Chromium."""
+    if not presets:
+        raise ValueError("presets must name at least one model configuration")
+    if not re.fullmatch(r"[A-Za-z][\w-]*", element_id):
+        raise ValueError(f"element_id must be a simple HTML id, got {element_id!r}")
+    script = (Path(__file__).parent / "web" / "planner.js").read_text(encoding="utf-8")
+    if "</script" in script.lower():
+        raise ValueError("planner.js must not contain '</script'")
+    data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: normalised(c) for name, c in presets.items()}}
+    style = (
+        f"<style>#{element_id} form{{display:grid;grid-template-columns:repeat(auto-fill,minmax(17em,1fr));"
+        f"gap:.3em 1.2em;margin-bottom:.8em}}#{element_id} label{{display:flex;justify-content:space-between;"
+        f"align-items:center;gap:.5em}}#{element_id} input{{width:8em}}#{element_id} td{{font-family:monospace}}"
+        f"</style>\n"
+    )
+    return style + (
+        f'<div id="{element_id}" class="capacity-planner mathjax_ignore" '
+        f'data-planner="{html.escape(json.dumps(data), quote=True)}"></div>\n<script>\n{script}</script>'
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _fraction_arg(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"must be in (0, 1], got {text!r}")
+    return value
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # one line, exit 2 (argparse prints the usage too; we don't)
+        sys.stderr.write(f"error: {message}\n")
+        raise SystemExit(2)
+
+
+def _parser() -> argparse.ArgumentParser:
+    ap = _Parser(prog="python -m lib.sizing", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+                 description="Capacity planner: parameters, memory, FLOPs and GPUs for a model's config.json. "
+                             "Unsupported model types and unread count-changing fields are refused (exit 2). "
+                             "Sizes take explicit units: GB = 10**9 B, GiB = 2**30 B.")
+    ap.add_argument("config", help="a model's config.json")
+    ap.add_argument("--assume-family", choices=SUPPORTED_MODEL_TYPES, default=None, metavar="FAMILY",
+                    help="read an unsupported config with this family's reader; the report lists the assumptions"
+                         f" (one of: {', '.join(SUPPORTED_MODEL_TYPES)})")
+    ap.add_argument("--context", type=_positive_int, default=4096, help="tokens per sequence")
+    ap.add_argument("--users", type=_positive_int, default=1, help="concurrent sequences")
+    ap.add_argument("--gpu", default="H100-80GB", help=f"GPU preset, memory as the device reports it ({', '.join(GPUS)})")
+    ap.add_argument("--gpu-memory", default=None, help="memory per GPU with a unit (81559MiB, 80GiB, 141GB); overrides --gpu")
+    ap.add_argument("--dtype", default="bf16", help="weight format (fp32, bf16, fp16, fp8, int8, int4)")
+    ap.add_argument("--kv-dtype", default=None, help="cache format (default: --dtype)")
+    ap.add_argument("--gpu-memory-utilization", "--memory-fraction", dest="utilization", type=_fraction_arg,
+                    default=0.9, help="vLLM's bound on everything it allocates per GPU")
+    ap.add_argument("--max-num-batched-tokens", type=_positive_int, default=8192,
+                    help="tokens in vLLM's profiling forward pass (sets the activation estimate)")
+    ap.add_argument("--max-num-seqs", type=_positive_int, default=256, help="sequences whose logits are profiled")
+    ap.add_argument("--non-torch", default="1GiB", help="memory outside PyTorch per GPU, with a unit (assumed)")
+    ap.add_argument("--overhead", default=None,
+                    help="a fixed overhead per GPU with a unit, replacing the activation and non-torch estimates")
+    ap.add_argument("--max-tp", type=_positive_int, default=64, help="largest tensor-parallel degree tried")
+    ap.add_argument("--max-pp", type=_positive_int, default=8, help="most pipeline stages tried")
+    ap.add_argument("--json", action="store_true", help=f"print JSON (schema_version {SCHEMA_VERSION}) instead of text")
+    return ap
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m lib.sizing CONFIG.json [options]`` (``--help`` lists them with their defaults).
+
+    Prints the report (or JSON) and returns 0; on bad input, an unsupported ``model_type`` or an unread
+    count-changing field prints one line ``error: ...`` to stderr and returns 2 (no traceback).
+    """
+    args = _parser().parse_args(argv)
+    try:
+        cfg = load_config(args.config, assume_family=args.assume_family)
+        engine = ServingAssumptions(args.utilization, args.max_num_batched_tokens, args.max_num_seqs,
+                                    parse_bytes(args.non_torch, allow_zero=True))
+        memory = parse_bytes(args.gpu_memory) if args.gpu_memory is not None else None
+        name = None if memory is not None else gpu(args.gpu).name
+        overhead = parse_bytes(args.overhead, allow_zero=True) if args.overhead is not None else None
+        r = report(cfg, context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name,
+                   dtype=args.dtype, kv_dtype=args.kv_dtype, engine=engine, overhead_bytes=overhead,
+                   max_tp=args.max_tp, max_pp=args.max_pp)
+    except (ConfigError, ValueError, TypeError) as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    sys.stdout.write((json.dumps(r, indent=2) if args.json else format_report(r)) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
