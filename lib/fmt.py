@@ -55,7 +55,8 @@ def max_abs_diff(a: Any, b: Any) -> float:
     if (nan_a != nan_b).any():
         raise ValueError("a and b disagree on where NaN is: no bound on their difference holds")
     same = (a_np == b_np) | (nan_a & nan_b)  # equal infinities and matching NaNs differ by 0
-    diff = np.where(same, 0.0, np.abs(a_np - b_np))
+    with np.errstate(invalid="ignore"):  # inf - inf where they are equal; masked by `same`
+        diff = np.where(same, 0.0, np.abs(a_np - b_np))
     return float(diff.max())
 
 

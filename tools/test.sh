@@ -1,13 +1,25 @@
 #!/usr/bin/env bash
-# The full test command (`make test`): lint, the lib tests, nbval over every chapter, a strict book build
-# that executes every chapter, and the browser tests against the built HTML. Runs every step even when an
-# earlier one failed, prints one line per step (status and seconds), and exits non-zero if any failed.
+# The full test command (`make test`), one step after another, each printed with its status and seconds:
+#
+#   lint           ruff over lib, tests, tools, benchmarks and the chapters
+#   stale-outputs  every chapter's stored outputs were computed from the tree's lib/, lock file and code
+#   lib-tests      pytest over the library (and the checks of the tools themselves)
+#   nbval          every chapter re-executed on this machine, every stored output compared
+#   nbval-other    the same on a simulated other machine: other CPU kernels and thread count
+#                  (tools/other_machine.env), so round-off digits differ while the book must not
+#   book           strict build (-W -n) of the stored outputs, no execution: the HTML the browser tests read
+#   browser        the built book in Chromium (skipped, and said so, with BOOK_SKIP_BROWSER=1 or without a build)
+#
+# Every step runs even when an earlier one failed (except browser, which needs the book); exits non-zero if any
+# step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 export BOOK_WIDGETS=static  # lib.widgets draws figures, not sliders, in every headless execution
+STRICT_OUT=_build/strict
 summary=()
 failed=0
+passed=0
 
 step() {
   local name=$1; shift
@@ -18,6 +30,7 @@ step() {
   local dt=$((SECONDS - t0))
   if [ "$rc" -eq 0 ]; then
     summary+=("  PASS  $name (${dt}s)")
+    passed=$((passed + 1))
   else
     summary+=("  FAIL  $name (exit $rc, ${dt}s)")
     failed=$((failed + 1))
@@ -29,25 +42,24 @@ if [ ! -x "$PY" ]; then
   exit 2
 fi
 
-lint_paths=(lib tests tools)
-[ -d benchmarks ] && lint_paths+=(benchmarks)
-step lint "$PY" -m ruff check "${lint_paths[@]}"
+step lint "$PY" -m ruff check lib tests tools benchmarks chapters
+step stale-outputs "$PY" tools/chapters.py check
 step lib-tests "$PY" -m pytest -q tests -m "not browser"
-step nbval "$PY" -m pytest -q -p no:randomly --nbval --nbval-current-env \
-  --nbval-sanitize-with tools/nbval_sanitize.cfg chapters
-step book "$PY" tools/build_book.py --strict
-if [ -f _build/html/index.html ]; then
-  step browser "$PY" -m pytest -q tests -m browser
+step nbval bash tools/nbval.sh
+step nbval-other bash tools/other_machine.sh bash tools/nbval.sh
+rm -rf "$STRICT_OUT/_build/html"
+step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
+if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
+  summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
+elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
+  BOOK_HTML="$STRICT_OUT/_build/html" step browser "$PY" -m pytest -q tests -m browser
 else
-  summary+=("  FAIL  browser (not run: there is no built book at _build/html)")
+  summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
   failed=$((failed + 1))
 fi
 
 echo
 echo "Summary:"
 printf '%s\n' "${summary[@]}"
-if [ "$failed" -gt 0 ]; then
-  echo "make test: FAILED ($failed of ${#summary[@]} steps)"
-  exit 1
-fi
-echo "make test: all ${#summary[@]} steps passed"
+echo "make test: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -17,7 +17,8 @@ Fixtures other tests use:
 - Parametrization: a test that takes an argument ``book_page`` runs once per HTML page of the book, and one
   that takes ``book_chapter`` once per page under ``chapters/`` (relative paths, e.g. ``chapters/softmax.html``).
 
-Chromium: ``/usr/bin/chromium`` (``$CHROMIUM`` overrides), installed by ``tools/setup.sh --test``; Playwright's
+Chromium: ``$CHROMIUM``, else ``chromium`` or ``chromium-browser`` on the PATH (``tools/setup.sh --test``
+installs Debian's chromium when none is found); Playwright's
 own browser download is never used.
 """
 
@@ -38,7 +39,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 HTML_DIR = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+CHROMIUM = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
+            or "/usr/bin/chromium")
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
