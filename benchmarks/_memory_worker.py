@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import sys
 import time
 import tracemalloc
 
@@ -31,6 +32,12 @@ def _status_bytes(key: str) -> int | None:
     return None
 
 
+def _maxrss_bytes() -> int:
+    """``ru_maxrss`` in bytes: getrusage(2) reports it in KiB on Linux and in bytes on macOS."""
+    maxrss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return maxrss if sys.platform == "darwin" else maxrss * 1024
+
+
 def _rss_start() -> int:
     """Reset the peak resident size where Linux allows it (``/proc/self/clear_refs``), return the baseline."""
     try:
@@ -38,11 +45,11 @@ def _rss_start() -> int:
             f.write("5")  # resets VmHWM to the current VmRSS
         return _status_bytes("VmRSS") or 0
     except OSError:
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        return _maxrss_bytes()
 
 
 def _rss_peak() -> int:
-    return _status_bytes("VmHWM") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return _status_bytes("VmHWM") or _maxrss_bytes()
 
 
 def main() -> None:
