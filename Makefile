@@ -5,7 +5,7 @@ book:  ## Build the HTML book into _build/html, executing every chapter whose in
 	bash tools/setup.sh
 	.venv/bin/python tools/build_book.py
 
-test:  ## Run every test: lint, lib tests, nbval over the chapters, strict book build, browser tests.
+test:  ## Every test: lint, stale outputs, lib tests, nbval here and on a simulated other machine, strict build, browser.
 	bash tools/setup.sh --test
 	bash tools/test.sh
 
