@@ -242,8 +242,10 @@ def _parser() -> argparse.ArgumentParser:
                          f" (one of: {', '.join(SUPPORTED_MODEL_TYPES)})")
     ap.add_argument("--context", type=_positive_int, default=4096, help="tokens per sequence")
     ap.add_argument("--users", type=_positive_int, default=1, help="concurrent sequences")
-    ap.add_argument("--gpu", default="H100-80GB", help=f"GPU preset, memory as the device reports it ({', '.join(GPUS)})")
-    ap.add_argument("--gpu-memory", default=None, help="memory per GPU with a unit (81559MiB, 80GiB, 141GB); overrides --gpu")
+    ap.add_argument("--gpu", default="H100-80GB",
+                    help=f"GPU preset, memory as the device reports it ({', '.join(GPUS)})")
+    ap.add_argument("--gpu-memory", default=None,
+                    help="memory per GPU with a unit (81559MiB, 80GiB, 141GB); overrides --gpu")
     ap.add_argument("--dtype", default="bf16", help="weight format (fp32, bf16, fp16, fp8, int8, int4)")
     ap.add_argument("--kv-dtype", default=None, help="cache format (default: --dtype)")
     ap.add_argument("--gpu-memory-utilization", "--memory-fraction", dest="utilization", type=_fraction_arg,

@@ -126,7 +126,7 @@ def pp_layer_partition(n_layers: int, pp: int) -> list[range]:
     for i in range(2, n_layers % pp + 2):
         sizes[-i] += 1
     starts = [sum(sizes[:s]) for s in range(pp)]
-    return [range(a, a + n) for a, n in zip(starts, sizes)]
+    return [range(a, a + n) for a, n in zip(starts, sizes, strict=True)]
 
 
 def activation_peak_bytes(cfg: ModelConfig, tokens: int = 8192, sequences: int = 256, dtype: str = "bf16",

@@ -30,7 +30,9 @@ def test_text_report_end_to_end() -> None:
     assert "6,738,415,616 total" in text
     assert "KV cache per token (fp16): 524,288 B = 512.00 KiB" in text
     assert "214,748,364,800 B = 214.75 GB = 200.00 GiB" in text  # GB and GiB both labelled
-    assert "naive 3; planned 4" in text
+    assert "85.52 GB = 79.65 GiB as reported; naive count 3" in text  # the H100 preset: 81,559 MiB
+    assert "serving plan, tensor parallel: 4 GPU(s) = 4 replica(s) x tensor-parallel 1 x pipeline 1" in text
+    assert "ASSUMED" not in text and "engine assumption: gpu_memory_utilization 0.9 bounds" in text
 
 
 def test_json_matches_report(capsys: pytest.CaptureFixture[str]) -> None:
@@ -41,17 +43,47 @@ def test_json_matches_report(capsys: pytest.CaptureFixture[str]) -> None:
     want = report(load_config(mistral), context=32768, users=16, gpu_memory_bytes=141 * GB, kv_dtype="fp8")
     assert got == json.loads(json.dumps(want))
     assert got["parameters"]["total"] == 7_241_732_096
-    assert got["kv_bytes_per_token"] == 65_536 and got["workload"]["cached_tokens"] == 4096  # the window
+    assert got["schema_version"] == 1 and got["assumptions"] == []
+    assert got["kv_bytes_per_token"] == 65_536 and got["workload"]["cached_token_layers"] == 32 * 4096  # the window
+    assert got["kv_bytes_per_sequence"] == 65_536 * 4096
 
 
-def test_unknown_model_type_warns_on_stderr(tmp_path: Path) -> None:
+def test_unknown_model_type_refused_then_assumed(tmp_path: Path) -> None:
     raw = json.loads(LLAMA.read_text())
     raw["model_type"] = "llama_derivative"
     f = tmp_path / "x.json"
     f.write_text(json.dumps(raw))
     out = run(str(f))
+    assert out.returncode == 2 and out.stdout == ""
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: unsupported model_type 'llama_derivative'")
+    assert "supported: deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text" in lines[0]
+    out = run(str(f), "--assume-family", "llama", "--json")
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["assumptions"] == ["model_type 'llama_derivative' read as 'llama' (assumed, not checked)"]
+    assert got["family"] == "llama" and got["parameters"]["total"] == 6_738_415_616
+    text = run(str(f), "--assume-family", "llama").stdout
+    assert text.startswith("ASSUMED: model_type 'llama_derivative' read as 'llama'")
+
+
+def test_unread_field_refused_in_one_line(tmp_path: Path) -> None:
+    raw = json.loads(LLAMA.read_text())
+    raw["num_experts"] = 8
+    f = tmp_path / "x.json"
+    f.write_text(json.dumps(raw))
+    out = run(str(f))
+    assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
+    assert "config field num_experts=8 in x changes the parameter count" in out.stderr
+
+
+def test_help_shows_every_default() -> None:
+    out = run("--help")
     assert out.returncode == 0
-    assert out.stderr.startswith("warning: unknown model_type 'llama_derivative'")
+    text = " ".join(out.stdout.split())
+    for default in ["(default: 4096)", "(default: 1)", "(default: H100-80GB)", "(default: bf16)", "(default: 0.9)",
+                    "(default: 8192)", "(default: 256)", "(default: 1GiB)", "(default: 64)", "(default: 8)"]:
+        assert default in text, default
 
 
 def _write(tmp_path: Path, text: str) -> str:
@@ -85,6 +117,9 @@ BAD = [
     ("non-integer context", lambda t: [str(LLAMA), "--context", "2k"], "expected a whole number"),
     ("bad fraction", lambda t: [str(LLAMA), "--memory-fraction", "1.5"], "must be in (0, 1]"),
     ("does not fit", lambda t: [str(LLAMA), "--gpu-memory", "100MB"], "the model does not fit"),
+    ("unknown gpu", lambda t: [str(LLAMA), "--gpu", "H800"], "unknown GPU 'H800'; presets: H100-80GB, H200"),
+    ("unknown family", lambda t: [str(LLAMA), "--assume-family", "lama"], "--assume-family: invalid choice"),
+    ("bad non-torch", lambda t: [str(LLAMA), "--non-torch", "1"], "has no unit"),
     ("no config", lambda t: [], "the following arguments are required: config"),
 ]
 

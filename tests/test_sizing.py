@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import warnings
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,7 +15,13 @@ from hypothesis import strategies as st
 
 from lib.constants import GB, GiB, KiB
 from lib.flops import crossover_length, forward_flops_per_token
-from lib.model_config import ConfigError, UnknownModelTypeWarning, config_from_dict, load_config
+from lib.model_config import (
+    SUPPORTED_MODEL_TYPES,
+    ConfigError,
+    UnsupportedConfigError,
+    config_from_dict,
+    load_config,
+)
 from lib.sizing import (
     bytes_per_element,
     cached_tokens,
@@ -360,8 +365,9 @@ def test_units() -> None:
         ({"num_key_value_heads": 3}, "4 attention heads are not divisible by 3 key/value heads"),
         ({"num_key_value_heads": 8}, "4 attention heads are not divisible by 8 key/value heads"),
         ({"tie_word_embeddings": "no"}, "'tie_word_embeddings' must be true or false"),
-        ({"sliding_window": 0}, "'sliding_window' must be positive, got 0"),
-        ({"num_local_experts": 2, "num_experts_per_tok": 3}, "num_experts_per_tok=3 exceeds the 2 routed experts"),
+        ({"model_type": "mistral", "sliding_window": 0}, "'sliding_window' must be positive, got 0"),
+        ({"model_type": "mixtral", "num_local_experts": 2, "num_experts_per_tok": 3},
+         "num_experts_per_tok=3 exceeds the 2 routed experts"),
     ],
 )
 def test_bad_config_fields(change: dict, match: str) -> None:
@@ -379,16 +385,36 @@ def test_missing_fields_all_named() -> None:
         config_from_dict([1, 2])
 
 
-def test_unknown_model_type_warns_and_works() -> None:
-    with pytest.warns(UnknownModelTypeWarning, match="unknown model_type 'my_llama'.*Llama-style"):
-        c = config_from_dict({**LLAMA, "model_type": "my_llama"})
-    assert c.n_kv_heads == 2
-    with pytest.warns(UnknownModelTypeWarning, match="GPT-2-style"):
-        g = config_from_dict({"n_layer": 2, "n_embd": 8, "n_head": 2, "vocab_size": 5, "n_positions": 4})
-    assert g.d_ff == 32
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        config_from_dict(LLAMA)  # a known type: no warning
+def test_unknown_model_type_is_refused_naming_it_and_the_supported_ones() -> None:
+    with pytest.raises(UnsupportedConfigError) as err:
+        config_from_dict({**LLAMA, "model_type": "my_llama"}, "x")
+    msg = str(err.value)
+    assert "unsupported model_type 'my_llama' in x" in msg and "\n" not in msg
+    assert all(t in msg for t in SUPPORTED_MODEL_TYPES)
+    with pytest.raises(UnsupportedConfigError, match="unsupported model_type None"):
+        config_from_dict({"n_layer": 2, "n_embd": 8, "n_head": 2, "vocab_size": 5, "n_positions": 4})
+
+
+def test_assumed_family_proceeds_and_records_it() -> None:
+    c = config_from_dict({**LLAMA, "model_type": "my_llama"}, assume_family="llama")
+    assert c.n_kv_heads == 2 and c.family == "llama"
+    assert c.assumptions == ("model_type 'my_llama' read as 'llama' (assumed, not checked)",)
+    assert config_from_dict(LLAMA).assumptions == ()  # a known type read exactly: nothing assumed
+    with pytest.raises(ConfigError, match="unknown family 'lama'"):
+        config_from_dict(LLAMA, assume_family="lama")
+
+
+@pytest.mark.parametrize("field, value", [
+    ("num_experts", 8), ("qk_layernorm", True), ("sliding_window", 4096), ("layer_types", ["full_attention"] * 2),
+    ("shared_expert_intermediate_size", 64), ("kv_lora_rank", 16),
+])
+def test_unread_count_changing_field_is_refused(field: str, value) -> None:
+    """A field that changes the count in some family, on a reader that does not read it (here Llama's)."""
+    with pytest.raises(UnsupportedConfigError, match=f"config field {field}=.* the 'llama' reader does not read it"):
+        config_from_dict({**LLAMA, field: value})
+    c = config_from_dict({**LLAMA, field: value}, assume_family="llama")
+    assert any(a.startswith(f"field {field}=") for a in c.assumptions)
+    assert config_from_dict({**LLAMA, field: None}).assumptions == ()  # null: absent
 
 
 def test_load_config_file_errors(tmp_path: Path) -> None:

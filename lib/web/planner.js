@@ -1,5 +1,7 @@
-// The capacity planner in the browser: the formulas of lib/sizing.py, line for line, and a small form.
-// No network, no kernel: lib.sizing.planner_html embeds this file in a script element with the presets' configs.
+// The capacity planner in the browser: the generic formulas of lib.params, lib.kv_cache and lib.serving, line for
+// line, and a small form. Family quirks are not here: lib.planner.planner_html embeds the presets' normalised
+// descriptions (lib.planner.normalised), read once in Python. tests/test_planner_node.py runs these functions
+// under Node against lib.sizing.
 // tests/browser/test_planner.py fills the form in Chromium and compares every output with lib.sizing.
 // Units: GB = 1e9 bytes, GiB = 2^30 bytes (lib/constants.py); bytes per element as lib.constants.BYTES_PER_DTYPE.
 (function () {
@@ -11,14 +13,22 @@
       if (!(dtype in BYTES_PER_DTYPE)) throw new Error("unknown dtype " + dtype);
       return BYTES_PER_DTYPE[dtype];
     }
+    // lib.model_config.ModelConfig.is_moe_layer
     function isMoeLayer(c, i) {
-      return c.n_routed_experts > 0 && i >= c.first_dense_layers && i % c.moe_layer_freq === 0;
+      if (!(c.n_routed_experts > 0)) return false;
+      if (c.moe_layers) return c.moe_layers[i];
+      return i >= c.first_dense_layers && i % c.moe_layer_freq === 0;
+    }
+    // lib.model_config.ModelConfig.windows: each layer's window (null: full attention)
+    function windows(c) {
+      if (c.layer_windows && c.layer_windows.length === c.n_layers) return c.layer_windows;
+      return Array(c.n_layers).fill(c.sliding_window || null);
     }
     function linear(dIn, dOut, bias) { return dIn * dOut + (bias ? dOut : 0); }
     function ffnParams(c, dff) {
       return (c.gated ? 2 : 1) * linear(c.d_model, dff, c.mlp_bias) + linear(dff, c.d_model, c.mlp_bias);
     }
-    // lib.sizing._attention_params: [one layer, of which key/value projections]
+    // lib.params._attention_params: [one layer, of which key/value projections]
     function attentionParams(c) {
       const d = c.d_model, h = c.n_heads;
       if (c.kv_lora_rank) {
@@ -30,77 +40,89 @@
       }
       const w = h * c.head_dim, wkv = c.n_kv_heads * c.head_dim;
       const kv = 2 * linear(d, wkv, c.qkv_bias);
-      return [linear(d, w, c.qkv_bias) + kv + linear(w, d, c.o_bias), kv];
+      const qkNorm = c.qk_norm === "head" ? 2 * c.head_dim : c.qk_norm === "projection" ? w + wkv : 0;
+      return [linear(d, w, c.qkv_bias) + kv + linear(w, d, c.o_bias) + qkNorm, kv];
     }
-    // lib.sizing.parameter_count
+    // lib.params._ffn_layer: [parameters, of which one token uses]
+    function ffnLayer(c, i) {
+      if (!isMoeLayer(c, i)) { const n = ffnParams(c, c.d_ff); return [n, n]; }
+      const expert = ffnParams(c, c.moe_d_ff);
+      let always = c.d_model * c.n_routed_experts;
+      if (c.shared_d_ff) always += ffnParams(c, c.shared_d_ff) + (c.shared_gate ? c.d_model : 0);
+      return [always + c.n_routed_experts * expert, always + c.n_experts_per_tok * expert];
+    }
+    // lib.params.parameter_count
     function parameterCount(c) {
       const d = c.d_model, norm = d * (c.norm_bias ? 2 : 1);
       const [attn, kv] = attentionParams(c);
       let ffn = 0, ffnActive = 0;
-      for (let i = 0; i < c.n_layers; i++) {
-        if (isMoeLayer(c, i)) {
-          const expert = ffnParams(c, c.moe_d_ff), router = d * c.n_routed_experts;
-          const shared = c.n_shared_experts * expert;
-          ffn += router + c.n_routed_experts * expert + shared;
-          ffnActive += router + c.n_experts_per_tok * expert + shared;
-        } else {
-          ffn += ffnParams(c, c.d_ff);
-          ffnActive += ffnParams(c, c.d_ff);
-        }
-      }
+      for (let i = 0; i < c.n_layers; i++) { const [t, a] = ffnLayer(c, i); ffn += t; ffnActive += a; }
       const embedding = c.vocab_size * d + c.n_positions * d;
       const lmHead = c.tie_embeddings ? 0 : c.vocab_size * d;
       const norms = c.n_layers * c.norms_per_layer * norm + norm;
       const total = embedding + lmHead + c.n_layers * attn + ffn + norms;
       return { total: total, active: total - ffn + ffnActive, kvProjection: c.n_layers * kv };
     }
-    // lib.sizing.model_kv_bytes_per_token (eq. kv-bytes; MLA: L (d_c + d_R) p)
-    function kvBytesPerToken(c, kvDtype) {
+    // lib.kv_cache.kv_elements_per_token_layer x bytes
+    function kvBytesPerTokenLayer(c, kvDtype) {
       const p = bytesPerElement(kvDtype);
-      if (c.kv_lora_rank) return c.n_layers * (c.kv_lora_rank + c.qk_rope_head_dim) * p;
-      return 2 * c.n_layers * c.n_kv_heads * c.head_dim * p;
+      if (c.kv_lora_rank) return (c.kv_lora_rank + c.qk_rope_head_dim) * p;
+      return 2 * c.n_kv_heads * c.head_dim * p;
     }
+    // lib.kv_cache.model_kv_bytes_per_token (eq. kv-bytes; MLA: L (d_c + d_R) p)
+    function kvBytesPerToken(c, kvDtype) { return c.n_layers * kvBytesPerTokenLayer(c, kvDtype); }
     function cachedTokens(context, window) { return window ? Math.min(context, window) : context; }
-    // lib.sizing.valid_tp_degrees
+    // lib.kv_cache.cached_token_layers: sum over layers of min(n, w_i)
+    function cachedTokenLayers(c, context) {
+      return windows(c).reduce((s, w) => s + cachedTokens(context, w), 0);
+    }
+    // lib.kv_cache.model_kv_bytes_per_sequence
+    function kvBytesPerSequence(c, context, kvDtype) {
+      return kvBytesPerTokenLayer(c, kvDtype) * cachedTokenLayers(c, context);
+    }
+    // lib.serving.valid_tp_degrees
     function validTpDegrees(h, hkv, maxDegree) {
       const out = [];
       for (let t = 1; t <= maxDegree; t++) if (h % t === 0 && (hkv % t === 0 || t % hkv === 0)) out.push(t);
       return out;
     }
-    // lib.sizing.tp_layout
+    // lib.serving._kv_share: [fraction of a token's cache on one GPU, key/value replication]
+    function kvShare(c, t) {
+      if (c.kv_lora_rank) return [1, t];
+      const rep = Math.max(1, Math.floor(t / c.n_kv_heads));
+      return [rep / t, rep];
+    }
+    // lib.serving.tp_layout
     function tpLayout(c, t, dtype, kvDtype, replicateWeights) {
       const params = parameterCount(c), p = bytesPerElement(dtype);
-      let kvTok, kvRep;
-      if (c.kv_lora_rank) { kvTok = kvBytesPerToken(c, kvDtype); kvRep = 1; }
-      else {
-        const rep = Math.max(1, Math.floor(t / c.n_kv_heads));
-        kvTok = kvBytesPerToken(c, kvDtype) * rep / t; kvRep = rep;
-      }
+      const [share, rep] = kvShare(c, t);
+      const kvRep = c.kv_lora_rank ? 1 : rep;
       const w = replicateWeights ? params.total * p
         : (params.total - params.kvProjection + params.kvProjection * kvRep) * p / t;
-      return { weightBytesPerGpu: w, kvBytesPerTokenPerGpu: kvTok };
+      return { weightBytesPerGpu: w, kvBytesPerTokenPerGpu: kvBytesPerToken(c, kvDtype) * share };
     }
-    // lib.sizing.plan_gpus
+    // lib.serving.plan_gpus with one pipeline stage (a fixed overhead per GPU)
     function planGpus(c, o) {
       const usable = o.memoryFraction * o.gpuMemoryBytes - o.overheadBytes;
       if (!(usable > 0)) throw new Error("nothing is left per GPU after the overhead");
-      const nCached = cachedTokens(o.context, c.sliding_window);
-      const kvTotal = kvBytesPerToken(c, o.kvDtype) * nCached * o.users;
+      const kvSeq = kvBytesPerSequence(c, o.context, o.kvDtype);
+      const kvTotal = kvSeq * o.users;
       const weights = parameterCount(c).total * bytesPerElement(o.dtype);
       const naive = Math.max(1, Math.ceil((weights + kvTotal) / o.gpuMemoryBytes));
       let best = null;
       for (const t of validTpDegrees(c.n_heads, c.n_kv_heads, o.maxTp || 64)) {
         const lay = tpLayout(c, t, o.dtype, o.kvDtype, o.replicateWeights);
-        const room = usable - lay.weightBytesPerGpu, perSeq = lay.kvBytesPerTokenPerGpu * nCached;
+        const room = usable - lay.weightBytesPerGpu, perSeq = kvSeq * kvShare(c, t)[0];
         if (room < perSeq) continue;
         const seqs = Math.floor(room / perSeq), replicas = Math.ceil(o.users / seqs);
         const plan = { gpus: replicas * t, tpDegree: t, replicas: replicas, sequencesPerReplica: seqs, naive: naive };
         if (best === null || plan.gpus < best.gpus) best = plan;
       }
       if (best === null) throw new Error("the model does not fit on any tensor-parallel group up to " + (o.maxTp || 64));
-      return { plan: best, weightsBytes: weights, kvTotalBytes: kvTotal, cached: nCached };
+      return { plan: best, weightsBytes: weights, kvTotalBytes: kvTotal, cached: cachedTokenLayers(c, o.context) };
     }
-    return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, validTpDegrees, tpLayout, planGpus };
+    return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, cachedTokenLayers, kvBytesPerSequence,
+      validTpDegrees, tpLayout, planGpus, windows };
   }
 
   const FIELDS = [
@@ -177,6 +199,14 @@
         }
         if (c.n_heads % c.n_kv_heads) throw new Error(c.n_heads + " query heads are not divisible by " + c.n_kv_heads + " key/value heads");
         c.sliding_window = c.sliding_window || null;
+        for (const key of ["layer_windows", "moe_layers"]) {
+          if (c[key] && c[key].length !== c.n_layers) {
+            throw new Error("this preset's layers differ (" + key + " has " + c[key].length + " entries): keep its " +
+              c[key].length + " layers");
+          }
+        }
+        // a per-layer pattern keeps its shape: its windowed layers take the window entered (0: none)
+        if (c.layer_windows) c.layer_windows = c.layer_windows.map((w) => (w ? c.sliding_window : null));
         c.kv_lora_rank = c.kv_lora_rank || null;
         if (c.kv_lora_rank && !c.qk_rope_head_dim) throw new Error("latent attention needs the preset's rotary width");
         const num = (name) => Number(input(name).value);
@@ -197,7 +227,7 @@
         set("kv_token", fmt(kvTok, 0) + " B = " + fmt(kvTok / KiB, 2) + " KiB", kvTok);
         const r = P.planGpus(c, o);
         set("weights", bytesText(r.weightsBytes), r.weightsBytes);
-        set("kv_total", bytesText(r.kvTotalBytes) + " (" + r.cached + " tokens cached per sequence)", r.kvTotalBytes);
+        set("kv_total", bytesText(r.kvTotalBytes) + " (" + r.cached + " token-layers cached per sequence)", r.kvTotalBytes);
         set("total", bytesText(r.weightsBytes + r.kvTotalBytes), r.weightsBytes + r.kvTotalBytes);
         set("naive", String(r.plan.naive), r.plan.naive);
         set("gpus", String(r.plan.gpus), r.plan.gpus);
@@ -215,6 +245,7 @@
     root.planner = P;
   }
 
+  if (typeof module !== "undefined" && module.exports) { module.exports = planner; return; }  // Node (tests)
   window.transformerPlanner = planner;
   document.querySelectorAll("[data-planner]").forEach((root) => { if (!root.planner) mount(root); });
 })();
