@@ -32,6 +32,7 @@ __all__ = [
     "check_mask_shape",
     "check_mha_inputs",
     "check_causal",
+    "check_heads",
     "reduce_to",
 ]
 
@@ -85,6 +86,35 @@ def check_causal(causal: Any, n_q: int, n_k: int) -> bool:
     if causal and n_k < n_q:
         raise ValueError(f"a causal mask needs n_k >= n_q (every query sees itself), got n_q={n_q}, n_k={n_k}")
     return causal
+
+
+def check_heads(
+    d_model: Any, n_heads: Any, n_kv_heads: Any | None = None, head_dim: Any | None = None
+) -> tuple[int, int, int]:
+    """Check a head layout and return ``(d_k, h, h_kv)``.
+
+    Without ``head_dim``, ``n_heads`` must divide ``d_model`` (each head gets ``d_k = d_model / h`` columns);
+    with it, any width is allowed (some models set ``h * head_dim != d_model``). ``n_kv_heads`` (default
+    ``h``) must divide ``n_heads``: each key/value head serves ``h / h_kv`` query heads.
+    """
+    d_model = check_int(d_model, "d_model")
+    h = check_int(n_heads, "n_heads")
+    h_kv = h if n_kv_heads is None else check_int(n_kv_heads, "n_kv_heads")
+    if head_dim is None:
+        if d_model % h:
+            raise ValueError(
+                f"d_model={d_model} is not divisible by n_heads={h}: each head needs d_k = d_model / n_heads"
+                f" columns (d_model % n_heads = {d_model % h})"
+            )
+        head_dim = d_model // h
+    else:
+        head_dim = check_int(head_dim, "head_dim")
+    if h % h_kv:
+        raise ValueError(
+            f"n_heads={h} is not divisible by n_kv_heads={h_kv}: every key/value head must serve the same"
+            f" number of query heads (n_heads % n_kv_heads = {h % h_kv})"
+        )
+    return head_dim, h, h_kv
 
 
 # ---------------------------------------------------------------- arrays

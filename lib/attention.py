@@ -32,8 +32,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array, check_attention_shapes, check_mask_shape
-from .softmax import masked_softmax, softmax_vjp
+from ._validate import (
+    as_float_array,
+    check_attention_inputs,
+    check_attention_shapes,
+    check_causal,
+    check_int,
+    reduce_to,
+)
+from .softmax import masked_softmax
 
 __all__ = [
     "attention",
@@ -48,21 +55,7 @@ __all__ = [
 
 def default_scale(d_k: int) -> float:
     r"""The scale :math:`1/\sqrt{d_k}` that keeps the logits at unit variance (chapter "Why divide by √d_k?")."""
-    if d_k <= 0:
-        raise ValueError(f"d_k must be positive, got {d_k}")
-    return 1.0 / math.sqrt(d_k)
-
-
-def _inputs(q: Any, k: Any, v: Any, mask: Any | None) -> tuple[np.ndarray, np.ndarray, np.ndarray, Any]:
-    q, k, v = (as_float_array(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v")))
-    check_attention_shapes(q, k, v)
-    if len({q.dtype, k.dtype, v.dtype}) > 1:
-        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if mask is not None:
-        mask = np.asarray(mask)
-        lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-        check_mask_shape(mask, (*lead, q.shape[-2], k.shape[-2]))
-    return q, k, v, mask
+    return 1.0 / math.sqrt(check_int(d_k, "d_k"))
 
 
 def attention(
@@ -75,7 +68,7 @@ def attention(
         mask: optional boolean mask broadcastable to ``(..., n_q, n_k)``, True = may attend.
         scale: multiplies the logits; default ``1/sqrt(d_k)``.
     """
-    q, k, v, mask = _inputs(q, k, v, mask)
+    q, k, v, mask = check_attention_inputs(q, k, v, mask)
     s = default_scale(q.shape[-1]) if scale is None else scale
     scores = (q @ np.swapaxes(k, -1, -2)) * q.dtype.type(s)  # (..., n_q, n_k)
     a = masked_softmax(scores, mask, axis=-1)  # (..., n_q, n_k)
@@ -98,20 +91,11 @@ class AttentionGradSteps(NamedTuple):
     dk: np.ndarray  #: dK = dSᵀ Q (..., n_k, d_k)
 
 
-def _reduce_to(grad: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
-    """Sum a broadcast gradient back to an input's shape (the adjoint of broadcasting)."""
-    extra = grad.ndim - len(shape)
-    if extra:
-        grad = grad.sum(axis=tuple(range(extra)))
-    axes = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    return grad.sum(axis=axes, keepdims=True) if axes else grad
-
-
 def attention_backward_steps(
     q: Any, k: Any, v: Any, d_out: Any, mask: Any | None = None, scale: float | None = None
 ) -> AttentionGradSteps:
     """Forward and closed-form backward pass, returning every intermediate (for the worked example)."""
-    q, k, v, mask = _inputs(q, k, v, mask)
+    q, k, v, mask = check_attention_inputs(q, k, v, mask)
     d_out = as_float_array(d_out, "d_out")
     check_attention_shapes(q, k, v, grad=d_out)
     sc = default_scale(q.shape[-1]) if scale is None else scale
@@ -121,14 +105,14 @@ def attention_backward_steps(
     o = a @ v
     da = d_out @ np.swapaxes(v, -1, -2)
     dv = np.swapaxes(a, -1, -2) @ d_out
-    row_dot = np.sum(a * da, axis=-1, keepdims=True)
-    ds_scaled = softmax_vjp(a, da, axis=-1)  # = a * (da - row_dot); 0 wherever a is 0 (masked)
+    row_dot = np.sum(a * da, axis=-1, keepdims=True)  # (..., n_q, 1): the row term of eq. softmax-vjp
+    ds_scaled = a * (da - row_dot)  # eq. softmax-vjp; 0 wherever a is 0 (masked)
     ds = ds_scaled * q.dtype.type(sc)
     dq = ds @ k
     dk = np.swapaxes(ds, -1, -2) @ q
     return AttentionGradSteps(
-        s=s, s_scaled=s_scaled, a=a, o=o, da=da, dv=_reduce_to(dv, v.shape), row_dot=row_dot,
-        ds_scaled=ds_scaled, ds=ds, dq=_reduce_to(dq, q.shape), dk=_reduce_to(dk, k.shape),
+        s=s, s_scaled=s_scaled, a=a, o=o, da=da, dv=reduce_to(dv, v.shape), row_dot=row_dot,
+        ds_scaled=ds_scaled, ds=ds, dq=reduce_to(dq, q.shape), dk=reduce_to(dk, k.shape),
     )
 
 
@@ -151,12 +135,9 @@ def causal_mask(n_q: int, n_k: int | None = None) -> np.ndarray:
     With ``n_k > n_q`` the queries are the *last* ``n_q`` positions (decoding with a KV cache): query ``i``
     sits at position ``i + n_k - n_q`` and sees keys ``j <= i + n_k - n_q``.
     """
-    n_k = n_q if n_k is None else n_k
-    for name, n in (("n_q", n_q), ("n_k", n_k)):
-        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {n!r}")
-    if n_k < n_q:
-        raise ValueError(f"a causal mask needs n_k >= n_q (every query sees itself), got n_q={n_q}, n_k={n_k}")
+    n_q = check_int(n_q, "n_q", minimum=0)
+    n_k = n_q if n_k is None else check_int(n_k, "n_k", minimum=0)
+    check_causal(True, n_q, n_k)
     return np.tril(np.ones((n_q, n_k), dtype=bool), k=n_k - n_q)
 
 
@@ -169,8 +150,7 @@ def padding_mask(lengths: Any, n: int) -> np.ndarray:
     lengths = np.asarray(lengths)
     if lengths.ndim != 1 or not np.issubdtype(lengths.dtype, np.integer):
         raise TypeError(f"lengths must be a 1-D array of ints, got dtype {lengths.dtype} and shape {lengths.shape}")
-    if not isinstance(n, (int, np.integer)) or n < 0:
-        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    n = check_int(n, "n", minimum=0)
     if (lengths < 0).any() or (lengths > n).any():
         raise ValueError(f"every length must lie in [0, n={n}], got {lengths.tolist()}")
     return (np.arange(n)[None, :] < lengths[:, None])[:, None, :]

@@ -3,7 +3,7 @@ r"""FLOP counts of a Transformer layer: the one source of truth for every chapte
 Conventions (see the chapter "When does attention cost more than the feed-forward block?"):
 
 * A multiply-add is ``FLOPS_PER_MAC = 2`` FLOPs (:mod:`lib.constants`), so the product of an ``(m, k)``
-  and a ``(k, p)`` matrix costs ``2 m k p`` FLOPs (:func:`lib.multihead.matmul_flops`).
+  and a ``(k, p)`` matrix costs ``2 m k p`` FLOPs (:func:`matmul_flops`).
 * Only matrix products are counted. Biases, the softmax, the scaling by :math:`1/\sqrt{d_k}`, activations,
   normalisation and residual additions are :math:`O(n\,d_\text{model})` or :math:`O(n^2 h)` elementwise
   work, lower order than the products at every size the book uses, and left out (as in Kaplan et al. 2020).
@@ -26,14 +26,13 @@ block such as SwiGLU (Shazeer 2020).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import numpy as np
-
+from ._validate import check_bool, check_heads, check_int
 from .constants import FLOPS_PER_MAC
-from .multihead import matmul_flops
 
 __all__ = [
+    "matmul_flops",
+    "multi_head_flops",
     "LayerFlops",
     "PerTokenFlops",
     "attention_score_flops",
@@ -47,44 +46,38 @@ __all__ = [
 ]
 
 
-def _pos_int(value: Any, name: str) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
+def matmul_flops(m: int, k: int, n: int, batch: int = 1) -> int:
+    """FLOPs of ``batch`` products of an ``(m, k)`` and a ``(k, n)`` matrix:
+    ``FLOPS_PER_MAC * batch * m * k * n``."""
+    m, k, n = (check_int(v, name, minimum=0) for v, name in ((m, "m"), (k, "k"), (n, "n")))
+    return FLOPS_PER_MAC * check_int(batch, "batch", minimum=0) * m * k * n
 
 
-def _heads(
-    d_model: int, n_heads: int, n_kv_heads: int | None, head_dim: int | None
-) -> tuple[int, int, int]:
-    """Check a head layout; return ``(head_dim, h, h_kv)``.
+def multi_head_flops(
+    n_q: int, n_k: int, d_model: int, n_heads: int, n_kv_heads: int | None = None
+) -> dict[str, int]:
+    """Matmul FLOPs of one forward pass of :func:`lib.multihead.multi_head_attention` for one sequence,
+    counted from its shapes (biases, softmax and scaling are lower order and left out).
 
-    Without ``head_dim``, ``n_heads`` must divide ``d_model`` (``d_k = d_model / h``); with it, any width
-    is allowed (some models set ``h * head_dim != d_model``). ``n_kv_heads`` must divide ``n_heads``.
+    Returns a dict with the stages ``"q_proj"``, ``"kv_proj"``, ``"scores"`` (``Q Kᵀ`` per head),
+    ``"weighted_sum"`` (``A V`` per head), ``"out_proj"`` and their ``"total"``.
     """
-    d_model = _pos_int(d_model, "d_model")
-    h = _pos_int(n_heads, "n_heads")
-    h_kv = h if n_kv_heads is None else _pos_int(n_kv_heads, "n_kv_heads")
-    if head_dim is None:
-        if d_model % h:
-            raise ValueError(
-                f"d_model={d_model} is not divisible by n_heads={h}: give head_dim explicitly, or choose"
-                f" n_heads so that d_k = d_model / n_heads is an int (d_model % n_heads = {d_model % h})"
-            )
-        head_dim = d_model // h
-    else:
-        head_dim = _pos_int(head_dim, "head_dim")
-    if h_kv > h or h % h_kv:
-        raise ValueError(
-            f"n_heads={h} is not divisible by n_kv_heads={h_kv}: every key/value head must serve the same"
-            f" number of query heads"
-        )
-    return head_dim, h, h_kv
+    d_k, h, h_kv = check_heads(d_model, n_heads, n_kv_heads)
+    out = {
+        "q_proj": matmul_flops(n_q, d_model, h * d_k),
+        "kv_proj": 2 * matmul_flops(n_k, d_model, h_kv * d_k),
+        "scores": matmul_flops(n_q, d_k, n_k, batch=h),
+        "weighted_sum": matmul_flops(n_q, n_k, d_k, batch=h),
+        "out_proj": matmul_flops(n_q, h * d_k, d_model),
+    }
+    out["total"] = sum(out.values())
+    return out
 
 
 def causal_pairs(n: int) -> int:
     r"""Query-key pairs a causal mask keeps for ``n`` tokens: :math:`n(n+1)/2` (query ``i`` sees keys
     ``0..i``), out of :math:`n^2`."""
-    n = _pos_int(n, "n")
+    n = check_int(n, "n")
     return n * (n + 1) // 2
 
 
@@ -97,9 +90,9 @@ def causal_block_pairs(n: int, block_q: int, block_k: int | None = None) -> int:
     (Dao et al. 2022) work this way and mask inside the diagonal tiles. The result lies between
     :func:`causal_pairs` ``(n)`` and ``n**2`` and tends to :math:`n^2/2` when ``n`` is much larger than the tiles.
     """
-    n = _pos_int(n, "n")
-    block_q = _pos_int(block_q, "block_q")
-    block_k = block_q if block_k is None else _pos_int(block_k, "block_k")
+    n = check_int(n, "n")
+    block_q = check_int(block_q, "block_q")
+    block_k = block_q if block_k is None else check_int(block_k, "block_k")
     total = 0
     for i0 in range(0, n, block_q):
         i1 = min(i0 + block_q, n) - 1  # last query of this row of tiles
@@ -122,10 +115,9 @@ def attention_score_flops(n: int, d_model: int, *, causal: bool = False) -> int:
     (:func:`causal_block_pairs`); a kernel that masks without skipping does the full unmasked count.
     The number of heads does not enter: splitting ``d_model`` into heads does not change the FLOPs.
     """
-    n = _pos_int(n, "n")
-    d_model = _pos_int(d_model, "d_model")
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    n = check_int(n, "n")
+    d_model = check_int(d_model, "d_model")
+    causal = check_bool(causal, "causal")
     pairs = causal_pairs(n) if causal else n * n
     return 2 * FLOPS_PER_MAC * pairs * d_model  # Q Kᵀ and A V, each one MAC per pair per width
 
@@ -143,8 +135,8 @@ def projection_flops(
     which is :math:`8\,n\,d_\text{model}^2` for multi-head attention with :math:`h\,d_k = d_\text{model}`.
     ``head_dim`` defaults to ``d_model // n_heads`` (then ``n_heads`` must divide ``d_model``).
     """
-    n = _pos_int(n, "n")
-    d_k, h, h_kv = _heads(d_model, n_heads, n_kv_heads, head_dim)
+    n = check_int(n, "n")
+    d_k, h, h_kv = check_heads(d_model, n_heads, n_kv_heads, head_dim)
     w, w_kv = h * d_k, h_kv * d_k
     return (
         matmul_flops(n, d_model, w)  # Q
@@ -160,11 +152,10 @@ def ffn_flops(n: int, d_model: int, d_ff: int, *, gated: bool = False) -> int:
     Gated (SwiGLU/GeGLU, Shazeer 2020: :math:`(\phi(x W) \odot x V) W_2`): three matrices,
     :math:`3 \cdot 2\,n\,d_\text{model} d_\text{ff}`. The elementwise gate and activation are not counted.
     """
-    n = _pos_int(n, "n")
-    d_model = _pos_int(d_model, "d_model")
-    d_ff = _pos_int(d_ff, "d_ff")
-    if not isinstance(gated, bool):
-        raise TypeError(f"gated must be a bool, got {type(gated).__name__}")
+    n = check_int(n, "n")
+    d_model = check_int(d_model, "d_model")
+    d_ff = check_int(d_ff, "d_ff")
+    gated = check_bool(gated, "gated")
     n_matrices = 3 if gated else 2
     return n_matrices * matmul_flops(n, d_model, d_ff)
 
@@ -203,7 +194,7 @@ def layer_flops(
     See :func:`attention_score_flops` (with width ``n_heads * head_dim``), :func:`projection_flops` and
     :func:`ffn_flops` for what each part counts.
     """
-    d_k, h, h_kv = _heads(d_model, n_heads, n_kv_heads, head_dim)
+    d_k, h, h_kv = check_heads(d_model, n_heads, n_kv_heads, head_dim)
     return LayerFlops(
         scores=attention_score_flops(n, h * d_k, causal=causal),
         projections=projection_flops(n, d_model, h, h_kv, d_k),
@@ -239,11 +230,10 @@ def crossover_length(
     ``head_dim`` and, with projections, ``n_kv_heads``. Returns ``0.0`` when attention costs at least as much
     as the feed-forward block at every length (projections alone outweigh it).
     """
-    d_k, h, h_kv = _heads(d_model, n_heads, n_kv_heads, head_dim)
-    d_ff = 4 * d_model if d_ff is None else _pos_int(d_ff, "d_ff")
+    d_k, h, h_kv = check_heads(d_model, n_heads, n_kv_heads, head_dim)
+    d_ff = 4 * d_model if d_ff is None else check_int(d_ff, "d_ff")
     for name, flag in (("include_projections", include_projections), ("causal", causal), ("gated", gated)):
-        if not isinstance(flag, bool):
-            raise TypeError(f"{name} must be a bool, got {type(flag).__name__}")
+        check_bool(flag, name)
     w, w_kv = h * d_k, h_kv * d_k
     m = 3 if gated else 2
     b1 = FLOPS_PER_MAC * m * d_model * d_ff
@@ -293,13 +283,12 @@ def forward_flops_per_token(
     given (embedding look-ups cost no FLOPs). Summing over positions ``1..n`` gives ``n_layers`` times
     :func:`layer_flops` ``(n, ..., causal=True)`` plus ``n`` heads: the two conventions agree exactly.
     """
-    n_context = _pos_int(n_context, "n_context")
-    n_layers = _pos_int(n_layers, "n_layers")
-    d_k, h, h_kv = _heads(d_model, n_heads, n_kv_heads, head_dim)
-    d_ff = _pos_int(d_ff, "d_ff")
-    if not isinstance(gated, bool):
-        raise TypeError(f"gated must be a bool, got {type(gated).__name__}")
-    lm_head = 0 if vocab_size is None else matmul_flops(1, d_model, _pos_int(vocab_size, "vocab_size"))
+    n_context = check_int(n_context, "n_context")
+    n_layers = check_int(n_layers, "n_layers")
+    d_k, h, h_kv = check_heads(d_model, n_heads, n_kv_heads, head_dim)
+    d_ff = check_int(d_ff, "d_ff")
+    gated = check_bool(gated, "gated")
+    lm_head = 0 if vocab_size is None else matmul_flops(1, d_model, check_int(vocab_size, "vocab_size"))
     return PerTokenFlops(
         attention=n_layers * 2 * matmul_flops(1, h * d_k, n_context),
         projections=n_layers * projection_flops(1, d_model, h, h_kv, d_k),

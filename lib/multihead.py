@@ -34,13 +34,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array, check_mask_shape, check_mha_inputs
+from ._validate import as_float_array, check_finite, check_heads, check_int, check_mask_shape, check_mha_inputs
 from .attention import attention
-from .constants import FLOPS_PER_MAC
+from .flops import matmul_flops, multi_head_flops  # re-exported: their home is lib.flops
 
 __all__ = [
     "MultiHeadParams",
     "check_head_config",
+    "check_params",
     "init_params",
     "split_heads",
     "merge_heads",
@@ -71,32 +72,13 @@ class MultiHeadParams(NamedTuple):
     b_o: Any = None
 
 
-def _check_pos_int(value: Any, name: str) -> int:
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return int(value)
-
-
 def check_head_config(d_model: int, n_heads: int, n_kv_heads: int | None = None) -> tuple[int, int, int]:
     """Check a head layout and return ``(d_k, h, h_kv)``.
 
     ``d_model`` must be divisible by ``n_heads`` (each head gets ``d_k = d_model / h`` columns) and
     ``n_heads`` by ``n_kv_heads`` (each key/value head serves ``h / h_kv`` query heads).
     """
-    d_model = _check_pos_int(d_model, "d_model")
-    h = _check_pos_int(n_heads, "n_heads")
-    h_kv = h if n_kv_heads is None else _check_pos_int(n_kv_heads, "n_kv_heads")
-    if d_model % h:
-        raise ValueError(
-            f"d_model={d_model} is not divisible by n_heads={h}: each head needs d_k = d_model / n_heads"
-            f" columns (d_model % n_heads = {d_model % h})"
-        )
-    if h % h_kv:
-        raise ValueError(
-            f"n_heads={h} is not divisible by n_kv_heads={h_kv}: every key/value head must serve the same"
-            f" number of query heads (n_heads % n_kv_heads = {h % h_kv})"
-        )
-    return d_model // h, h, h_kv
+    return check_heads(d_model, n_heads, n_kv_heads)
 
 
 def init_params(
@@ -136,7 +118,7 @@ def split_heads(x: Any, h: int) -> np.ndarray:
     The inverse of :func:`merge_heads`. Refuses a width not divisible by ``h``.
     """
     x = as_float_array(x, "x")
-    h = _check_pos_int(h, "h")
+    h = check_int(h, "h")
     if x.ndim < 2:
         raise ValueError(f"x must have at least 2 dimensions (..., n, width), got shape {x.shape}")
     *lead, n, width = x.shape
@@ -158,14 +140,15 @@ def repeat_kv(x: Any, n_rep: int) -> np.ndarray:
     """``(..., h_kv, n, d) -> (..., h_kv*n_rep, n, d)``: key/value head ``j`` serves query heads
     ``j*n_rep, ..., j*n_rep + n_rep - 1`` (grouped-query attention, Ainslie et al. 2023)."""
     x = as_float_array(x, "x")
-    n_rep = _check_pos_int(n_rep, "n_rep")
+    n_rep = check_int(n_rep, "n_rep")
     if x.ndim < 3:
         raise ValueError(f"x must have at least 3 dimensions (..., h_kv, n, d), got shape {x.shape}")
     return x if n_rep == 1 else np.repeat(x, n_rep, axis=-3)
 
 
-def _check_params(params: Any, d_model: int, n_heads: int) -> tuple[int, int, int]:
-    """Infer ``(d_k, h, h_kv)`` from the weights' shapes and check them against each other."""
+def check_params(params: Any, d_model: int, n_heads: int) -> tuple[int, int, int]:
+    """Infer ``(d_k, h, h_kv)`` from the weights' shapes and check them against each other and against the
+    inputs' width ``d_model``. Reads only ``.ndim`` and ``.shape``, so it serves torch tensors too."""
     if not isinstance(params, MultiHeadParams):
         raise TypeError(f"params must be a MultiHeadParams, got {type(params).__name__}")
     for name in ("w_q", "w_k", "w_v", "w_o"):
@@ -186,7 +169,7 @@ def _check_params(params: Any, d_model: int, n_heads: int) -> tuple[int, int, in
                 f"params.{name} must have shape (d_model={d_model}, h_kv*d_k) like w_k, got {w.shape}"
                 f" (w_k.shape={params.w_k.shape})"
             )
-    h = _check_pos_int(n_heads, "n_heads")
+    h = check_int(n_heads, "n_heads")
     hd = params.w_q.shape[1]
     if hd % h:
         raise ValueError(
@@ -238,11 +221,9 @@ def multi_head_attention(
     x_kv = x_q if x_kv is None else as_float_array(x_kv, "x_kv")
     lead = check_mha_inputs(x_q, x_kv)
     for name, x in (("x_q", x_q), ("x_kv", x_kv)):
-        if not np.isfinite(x).all():
-            bad = np.argwhere(~np.isfinite(x))[0].tolist()
-            raise ValueError(f"{name} contains {x[tuple(bad)]} at {bad} ({name}.shape={x.shape})")
+        check_finite(x, name)
     d_model = x_q.shape[-1]
-    d_k, h, h_kv = _check_params(params, d_model, n_heads)
+    d_k, h, h_kv = check_params(params, d_model, n_heads)
     if mask is not None:
         mask = np.asarray(mask)
         check_mask_shape(mask, (*lead, h, x_q.shape[-2], x_kv.shape[-2]))
@@ -264,33 +245,3 @@ def param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, bias:
     weights = 2 * d_model * d_model + 2 * d_model * d_kv
     biases = 2 * d_model + 2 * d_kv if bias else 0
     return weights + biases
-
-
-def matmul_flops(m: int, k: int, n: int, batch: int = 1) -> int:
-    """FLOPs of ``batch`` products of an ``(m, k)`` and a ``(k, n)`` matrix:
-    ``FLOPS_PER_MAC * batch * m * k * n``."""
-    for name, value in (("m", m), ("k", k), ("n", n), ("batch", batch)):
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {value!r}")
-    return int(FLOPS_PER_MAC * batch * m * k * n)
-
-
-def multi_head_flops(
-    n_q: int, n_k: int, d_model: int, n_heads: int, n_kv_heads: int | None = None
-) -> dict[str, int]:
-    """Matmul FLOPs of one forward pass for one sequence, counted from the shapes in
-    :func:`multi_head_attention` (biases, softmax and scaling are lower order and left out).
-
-    Returns a dict with the stages ``"q_proj"``, ``"kv_proj"``, ``"scores"`` (``Q Kᵀ`` per head),
-    ``"weighted_sum"`` (``A V`` per head), ``"out_proj"`` and their ``"total"``.
-    """
-    d_k, h, h_kv = check_head_config(d_model, n_heads, n_kv_heads)
-    out = {
-        "q_proj": matmul_flops(n_q, d_model, h * d_k),
-        "kv_proj": 2 * matmul_flops(n_k, d_model, h_kv * d_k),
-        "scores": matmul_flops(n_q, d_k, n_k, batch=h),
-        "weighted_sum": matmul_flops(n_q, n_k, d_k, batch=h),
-        "out_proj": matmul_flops(n_q, h * d_k, d_model),
-    }
-    out["total"] = sum(out.values())
-    return out

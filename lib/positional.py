@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ._validate import as_float_array
+from ._validate import as_float_array, check_finite, check_int, check_real
 
 __all__ = [
     "sinusoid_frequencies",
@@ -46,34 +46,27 @@ __all__ = [
     "rope_rotation_matrix",
     "apply_rope",
     "apply_rope_halves",
+    "check_width",
+    "check_base",
 ]
 
 
-def _check_dim(value: Any, name: str, *, even: bool = False, allow_zero: bool = False) -> int:
-    lo = 0 if allow_zero else 1
-    if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < lo:
-        raise ValueError(
-            f"{name} must be a {'non-negative' if allow_zero else 'positive'} int, got {value!r}"
-        )
-    if even and value % 2:
-        raise ValueError(f"{name} must be even (features are rotated in pairs), got {value}")
-    return int(value)
+def check_width(value: Any, name: str, *, even: bool = False) -> int:
+    """A positive width; ``even`` where features are rotated in pairs."""
+    return check_int(value, name, even=even, why=" (features are rotated in pairs)")
 
 
-def _check_base(base: Any) -> float:
-    if isinstance(base, bool) or not isinstance(base, (int, float, np.integer, np.floating)) or not base > 1:
-        raise ValueError(f"base must be a real number > 1, got {base!r}")
-    if not np.isfinite(base):
-        raise ValueError(f"base must be finite, got {base!r}")
-    return float(base)
+def check_base(base: Any) -> float:
+    r"""The ``base`` of the frequencies :math:`\text{base}^{-2i/d}`: a finite real number > 1."""
+    return check_real(base, "base", above=1)
 
 
 def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> np.ndarray:
     r"""The ``ceil(d_model/2)`` angular frequencies :math:`\omega_i = \text{base}^{-2i/d}`, from 1 down to
     nearly ``1/base`` (wavelengths :math:`2\pi/\omega_i` from :math:`2\pi` to nearly
     :math:`2\pi\,\text{base}`)."""
-    d = _check_dim(d_model, "d_model")
-    base = _check_base(base)
+    d = check_width(d_model, "d_model")
+    base = check_base(base)
     return base ** (-np.arange(0, d, 2, dtype=np.float64) / d)  # (ceil(d/2),)
 
 
@@ -88,8 +81,8 @@ def sinusoidal_encoding(
     An odd ``d_model`` keeps the last sine and drops its cosine. The angles are computed in float64 and
     cast to ``dtype`` at the end: ``pos * omega`` in float32 loses digits for large ``pos``.
     """
-    n = _check_dim(n_positions, "n_positions", allow_zero=True)
-    d = _check_dim(d_model, "d_model")
+    n = check_int(n_positions, "n_positions", minimum=0)
+    d = check_width(d_model, "d_model")
     angles = (
         np.arange(n, dtype=np.float64)[:, None] * sinusoid_frequencies(d, base)[None, :]
     )  # (n, ceil(d/2))
@@ -118,22 +111,19 @@ def sinusoid_shift_matrix(k: float, d_model: int, base: float = 10000.0) -> np.n
     Block-diagonal with one ``2x2`` rotation per frequency; it depends on the offset ``k`` but not on
     ``pos``. ``d_model`` must be even (an odd last column has no partner to rotate with).
     """
-    d = _check_dim(d_model, "d_model", even=True)
-    if isinstance(k, bool) or not isinstance(k, (int, float, np.integer, np.floating)) or not np.isfinite(k):
-        raise ValueError(f"k must be a finite real number, got {k!r}")
-    return _pair_rotations(float(k) * sinusoid_frequencies(d, base))
+    d = check_width(d_model, "d_model", even=True)
+    return _pair_rotations(check_real(k, "k") * sinusoid_frequencies(d, base))
 
 
 def rope_angles(positions: Any, d: int, base: float = 10000.0) -> np.ndarray:
     r"""Angles :math:`m\theta_i` of eq. rope, shape ``(*positions.shape, d/2)``, in float64."""
-    d = _check_dim(d, "d", even=True)
+    d = check_width(d, "d", even=True)
     pos = np.asarray(positions)
     if pos.dtype == bool or not (
         np.issubdtype(pos.dtype, np.integer) or np.issubdtype(pos.dtype, np.floating)
     ):
         raise TypeError(f"positions must be an array of integers or reals, got dtype {pos.dtype}")
-    if not np.isfinite(pos).all():
-        raise ValueError("positions must be finite")
+    check_finite(pos, "positions")
     return pos.astype(np.float64)[..., None] * sinusoid_frequencies(d, base)  # (..., d/2)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ._validate import as_float_array, check_axis, check_no_nan_or_posinf
+from .constants import MASKED_LOGIT
 
 __all__ = [
     "softmax_naive",
@@ -164,7 +165,7 @@ def masked_softmax(x: Any, mask: Any | None, axis: int = -1) -> np.ndarray:
     except ValueError:
         raise ValueError(f"mask of shape {mask.shape} does not broadcast to x.shape={arr.shape}") from None
     check_no_nan_or_posinf(np.where(keep, arr, 0), "x (at unmasked positions)")
-    logits = np.where(keep, arr, -np.inf).astype(arr.dtype, copy=False)
+    logits = np.where(keep, arr, MASKED_LOGIT).astype(arr.dtype, copy=False)
     m = _row_max(logits, ax, allow_empty_rows=True)
     e = np.exp(logits - m)  # exactly 0 where masked
     total = np.sum(e, axis=ax, keepdims=True)

@@ -43,8 +43,16 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array
-from .attention import _inputs, _reduce_to, default_scale
+from ._validate import (
+    as_float_array,
+    check_attention_inputs,
+    check_causal,
+    check_finite,
+    check_int,
+    reduce_to,
+)
+from .attention import default_scale
+from .constants import MASKED_LOGIT
 from .softmax import merge_normalizers
 
 __all__ = [
@@ -82,20 +90,6 @@ class Partial(NamedTuple):
     o: np.ndarray
 
 
-def _check_block_size(block_size: Any) -> int:
-    if not isinstance(block_size, (int, np.integer)) or isinstance(block_size, bool) or block_size < 1:
-        raise ValueError(f"block_size must be a positive int, got {block_size!r}")
-    return int(block_size)
-
-
-def _check_causal(causal: Any, n_q: int, n_k: int) -> bool:
-    if not isinstance(causal, (bool, np.bool_)):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-    if causal and n_k < n_q:
-        raise ValueError(f"a causal mask needs n_k >= n_q (every query sees itself), got n_q={n_q}, n_k={n_k}")
-    return bool(causal)
-
-
 def tile_schedule(n_q: int, n_k: int, block_size: int, *, causal: bool = False) -> list[Tile]:
     """The tiles the tiled kernels visit, in order (query blocks outer, key blocks inner).
 
@@ -104,11 +98,9 @@ def tile_schedule(n_q: int, n_k: int, block_size: int, *, causal: bool = False) 
     pair. The number of tiles visited is therefore known before any arithmetic, which is what the chapter
     asserts. Without ``causal`` every one of the ``ceil(n_q/b) * ceil(n_k/b)`` tiles is visited.
     """
-    for name, n in (("n_q", n_q), ("n_k", n_k)):
-        if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 0:
-            raise ValueError(f"{name} must be a non-negative int, got {n!r}")
-    b = _check_block_size(block_size)
-    causal = _check_causal(causal, n_q, n_k)
+    n_q, n_k = check_int(n_q, "n_q", minimum=0), check_int(n_k, "n_k", minimum=0)
+    b = check_int(block_size, "block_size")
+    causal = check_causal(causal, n_q, n_k)
     offset = n_k - n_q
     tiles = []
     for q0 in range(0, n_q, b):
@@ -136,7 +128,7 @@ def _tile_keep(tile: Tile, offset: int, mask: np.ndarray | None) -> np.ndarray |
 
 def _tile_scores(qb: np.ndarray, kb: np.ndarray, scale: Any, keep: np.ndarray | None) -> np.ndarray:
     s = (qb @ np.swapaxes(kb, -1, -2)) * scale  # S' of the tile, (..., rows, cols)
-    return s if keep is None else np.where(keep, s, -np.inf)
+    return s if keep is None else np.where(keep, s, MASKED_LOGIT)
 
 
 def tile_partial(s: np.ndarray, vb: np.ndarray) -> Partial:
@@ -161,22 +153,13 @@ def merge_partials(a: Partial, b: Partial) -> Partial:
     return Partial(m, l, a.o * np.exp(a.m - safe) + b.o * np.exp(b.m - safe))
 
 
-def _check_finite(t: np.ndarray, name: str) -> None:
-    bad = ~np.isfinite(t)
-    if bad.any():
-        raise ValueError(
-            f"{name} contains a non-finite value ({t[tuple(np.argwhere(bad)[0])]}) at {np.argwhere(bad)[0].tolist()}"
-            f" ({name}.shape={t.shape})"
-        )
-
-
 def _prepare(q: Any, k: Any, v: Any, mask: Any, scale: Any, block_size: Any, causal: Any):
-    q, k, v, mask = _inputs(q, k, v, mask)
+    q, k, v, mask = check_attention_inputs(q, k, v, mask)
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
-        _check_finite(t, name)
-    b = _check_block_size(block_size)
+        check_finite(t, name)
+    b = check_int(block_size, "block_size")
     n_q, n_k = q.shape[-2], k.shape[-2]
-    causal = _check_causal(causal, n_q, n_k)
+    causal = check_causal(causal, n_q, n_k)
     sc = default_scale(q.shape[-1]) if scale is None else scale
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     qb = np.broadcast_to(q, (*lead, *q.shape[-2:]))  # views: nothing is copied
@@ -278,7 +261,7 @@ def tiled_attention_backward(
         ds = p * (dp - row_dot[..., t.q0 : t.q1, :]) * sc  # dS (raw logits Q Kᵀ)
         dq[..., t.q0 : t.q1, :] += ds @ kt
         dk[..., t.k0 : t.k1, :] += np.swapaxes(ds, -1, -2) @ qt
-    return _reduce_to(dq, q.shape), _reduce_to(dk, k.shape), _reduce_to(dv, v.shape)
+    return reduce_to(dq, q.shape), reduce_to(dk, k.shape), reduce_to(dv, v.shape)
 
 
 def _as_same(x: Any, name: str, dtype: np.dtype, shape: tuple[int, ...]) -> np.ndarray:
@@ -312,9 +295,7 @@ def io_elements(n_q: int, n_k: int, d_k: int, d_v: int, block_size: int, *, caus
     :math:`n^2 (d_k + d_v) / b`: fewer elements moved whenever :math:`b > (d_k + d_v)/4`.
     """
     tiles = tile_schedule(n_q, n_k, block_size, causal=causal)
-    for name, d in (("d_k", d_k), ("d_v", d_v)):
-        if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or d < 1:
-            raise ValueError(f"{name} must be a positive int, got {d!r}")
+    d_k, d_v = check_int(d_k, "d_k"), check_int(d_v, "d_v")
     naive = n_q * d_k + n_k * d_k + 4 * n_q * n_k + n_k * d_v + n_q * d_v
     tiled = n_q * d_k + sum((t.k1 - t.k0) * (d_k + d_v) for t in tiles) + n_q * (d_v + 1)
     return {"naive": int(naive), "tiled": int(tiled)}

@@ -265,14 +265,29 @@ def test_per_token_parts():
 
 
 # ---------------------------------------------------------------- bad inputs
-@pytest.mark.parametrize("bad", [0, -3, 2.5, True, "8", None])
-def test_non_positive_or_non_int_lengths_are_refused(bad):
-    with pytest.raises(ValueError, match="n must be a positive int"):
+@pytest.mark.parametrize("bad", [0, -3])
+def test_non_positive_lengths_are_refused(bad):
+    with pytest.raises(ValueError, match=f"n must be a positive int, got {bad}"):
         F.attention_score_flops(bad, 8)
     with pytest.raises(ValueError, match="d_ff must be a positive int"):
         F.ffn_flops(4, 8, bad)
     with pytest.raises(ValueError, match="n_context must be a positive int"):
         F.forward_flops_per_token(bad, 8, 1, 2, None, None, 8, False)
+
+
+@pytest.mark.parametrize("bad", [2.5, True, "8", None])
+def test_non_int_lengths_are_type_errors(bad):
+    with pytest.raises(TypeError, match=f"n must be an int, got {type(bad).__name__}"):
+        F.attention_score_flops(bad, 8)
+    with pytest.raises(TypeError, match="d_ff must be an int"):
+        F.ffn_flops(4, 8, bad)
+    with pytest.raises(TypeError, match="n_context must be an int"):
+        F.forward_flops_per_token(bad, 8, 1, 2, None, None, 8, False)
+
+
+def test_numpy_integers_are_ints():
+    assert F.attention_score_flops(np.int64(8), np.int32(16)) == F.attention_score_flops(8, 16)
+    assert F.matmul_flops(np.int64(2), 3, np.uint8(4)) == 48
 
 
 def test_head_layouts_are_checked():

@@ -250,16 +250,19 @@ def test_bad_sizes():
         npp.sinusoidal_encoding(-1, 8)
     with pytest.raises(ValueError, match="d_model must be a positive int, got 0"):
         ptp.sinusoidal_encoding(4, 0)
-    with pytest.raises(ValueError, match="d_model must be a positive int, got 4.5"):
+    with pytest.raises(TypeError, match="d_model must be an int, got float 4.5"):
         npp.sinusoidal_encoding(4, 4.5)
-    with pytest.raises(ValueError, match=r"base must be a real number > 1, got 1.0"):
+    with pytest.raises(ValueError, match=r"base must be a finite number > 1, got 1.0"):
         npp.sinusoidal_encoding(4, 8, base=1.0)
-    with pytest.raises(ValueError, match=r"base must be finite"):
+    with pytest.raises(ValueError, match=r"base must be a finite number > 1, got inf"):
         ptp.sinusoidal_encoding(4, 8, base=float("inf"))
-    with pytest.raises(ValueError, match="d_model must be even"):
+    with pytest.raises(TypeError, match=r"base must be a real number, got str"):
+        ptp.sinusoidal_encoding(4, 8, base="10000")
+    with pytest.raises(ValueError, match=r"d_model must be even \(features are rotated in pairs\), got 7"):
         npp.sinusoid_shift_matrix(1, 7)
-    with pytest.raises(ValueError, match="k must be a finite real number"):
+    with pytest.raises(ValueError, match="k must be a finite number, got nan"):
         npp.sinusoid_shift_matrix(float("nan"), 8)
+    np.testing.assert_array_equal(npp.sinusoidal_encoding(np.int64(3), np.int32(4)), npp.sinusoidal_encoding(3, 4))
 
 
 def test_bad_rope_inputs():
@@ -277,7 +280,7 @@ def test_bad_rope_inputs():
         npp.apply_rope(np.zeros((3, 4)), positions=np.zeros((2, 3)))
     with pytest.raises(TypeError, match="positions must be an array of integers or reals, got dtype bool"):
         npp.apply_rope(np.zeros((3, 4)), positions=np.ones(3, dtype=bool))
-    with pytest.raises(ValueError, match="positions must be finite"):
+    with pytest.raises(ValueError, match=r"positions contains a non-finite value \(nan\) at \[2\]"):
         ptp.apply_rope(torch.zeros(3, 4), positions=torch.tensor([0.0, 1.0, float("nan")]))
     with pytest.raises(TypeError, match="x must have a floating dtype"):
         npp.apply_rope(np.zeros((3, 4), dtype=int))

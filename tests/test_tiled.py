@@ -331,7 +331,7 @@ def test_bad_inputs_raise_clear_errors():
     q, k, v = np.ones((4, 3)), np.ones((5, 3)), np.ones((5, 2))
     with pytest.raises(ValueError, match="block_size must be a positive int, got 0"):
         nt.tiled_attention(q, k, v, block_size=0)
-    with pytest.raises(ValueError, match="block_size must be a positive int"):
+    with pytest.raises(TypeError, match="block_size must be an int, got float 2.5"):
         nt.tiled_attention(q, k, v, block_size=2.5)
     with pytest.raises(TypeError, match="causal must be a bool"):
         nt.tiled_attention(q, k, v, causal=1)

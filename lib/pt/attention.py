@@ -12,44 +12,21 @@ from typing import Any
 import torch
 
 from ..attention import default_scale
-from ._validate import as_float_tensor, check_attention_shapes, check_mask_shape
+from ._validate import as_float_tensor, check_attention_inputs, check_attention_shapes, check_int, reduce_to
 from .softmax import masked_softmax, softmax_vjp
 
 __all__ = ["attention", "attention_backward", "causal_mask", "padding_mask", "default_scale"]
-
-
-def _inputs(q: Any, k: Any, v: Any, mask: Any | None):
-    q, k, v = (as_float_tensor(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v")))
-    check_attention_shapes(q, k, v)
-    if len({q.dtype, k.dtype, v.dtype}) > 1:
-        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if len({q.device, k.device, v.device}) > 1:
-        raise ValueError(f"q, k and v must live on one device, got {q.device}, {k.device}, {v.device}")
-    if mask is not None:
-        if not isinstance(mask, torch.Tensor):
-            raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")
-        lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-        check_mask_shape(mask, (*lead, q.shape[-2], k.shape[-2]))
-    return q, k, v, mask
 
 
 def attention(
     q: Any, k: Any, v: Any, mask: Any | None = None, scale: float | None = None
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Scaled dot-product attention; returns ``(o, a)``. See :func:`lib.attention.attention`."""
-    q, k, v, mask = _inputs(q, k, v, mask)
+    q, k, v, mask = check_attention_inputs(q, k, v, mask)
     s = default_scale(q.shape[-1]) if scale is None else scale
     scores = (q @ k.transpose(-1, -2)) * s  # (..., n_q, n_k)
     a = masked_softmax(scores, mask, axis=-1)  # (..., n_q, n_k)
     return a @ v, a  # (..., n_q, d_v), (..., n_q, n_k)
-
-
-def _reduce_to(grad: torch.Tensor, shape: torch.Size) -> torch.Tensor:
-    extra = grad.ndim - len(shape)
-    if extra:
-        grad = grad.sum(dim=tuple(range(extra)))
-    dims = tuple(i for i, n in enumerate(shape) if n == 1 and grad.shape[i] != 1)
-    return grad.sum(dim=dims, keepdim=True) if dims else grad
 
 
 @torch.no_grad()
@@ -57,7 +34,7 @@ def attention_backward(
     q: Any, k: Any, v: Any, d_out: Any, mask: Any | None = None, scale: float | None = None
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Closed-form gradients ``(dq, dk, dv)``; see :func:`lib.attention.attention_backward`."""
-    q, k, v, mask = _inputs(q, k, v, mask)
+    q, k, v, mask = check_attention_inputs(q, k, v, mask)
     d_out = as_float_tensor(d_out, "d_out")
     check_attention_shapes(q, k, v, grad=d_out)
     sc = default_scale(q.shape[-1]) if scale is None else scale
@@ -67,7 +44,7 @@ def attention_backward(
     ds = softmax_vjp(a, da, axis=-1) * sc  # (..., n_q, n_k), gradient of the raw logits Q Kᵀ
     dq = ds @ k  # (..., n_q, d_k)
     dk = ds.transpose(-1, -2) @ q  # (..., n_k, d_k)
-    return _reduce_to(dq, q.shape), _reduce_to(dk, k.shape), _reduce_to(dv, v.shape)
+    return reduce_to(dq, q.shape), reduce_to(dk, k.shape), reduce_to(dv, v.shape)
 
 
 def causal_mask(n_q: int, n_k: int | None = None, device: torch.device | str | None = None) -> torch.Tensor:
@@ -85,8 +62,7 @@ def padding_mask(lengths: Any, n: int) -> torch.Tensor:
         raise TypeError(
             f"lengths must be a 1-D tensor of ints, got dtype {lengths.dtype} and shape {tuple(lengths.shape)}"
         )
-    if not isinstance(n, int) or n < 0:
-        raise ValueError(f"n must be a non-negative int, got {n!r}")
+    n = check_int(n, "n", minimum=0)
     if bool((lengths < 0).any()) or bool((lengths > n).any()):
         raise ValueError(f"every length must lie in [0, n={n}], got {lengths.tolist()}")
     return (torch.arange(n, device=lengths.device)[None, :] < lengths[:, None])[:, None, :]

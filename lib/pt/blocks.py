@@ -19,8 +19,8 @@ The two placements of the LayerNorm around a sub-layer ``F`` (attention or FFN) 
 
 A Pre-LN stack needs one more LayerNorm after its last block (the model adds it, see :mod:`lib.pt.model`).
 Dropout (on each sub-layer's output, before the residual sum, as in the paper) is 0 by default.
-The parameter counts of one layer are :func:`encoder_layer_param_count` and
-:func:`decoder_layer_param_count`.
+The parameter counts of one layer are :func:`lib.blocks.encoder_layer_param_count` and
+:func:`lib.blocks.decoder_layer_param_count` (re-exported here).
 """
 
 from __future__ import annotations
@@ -30,8 +30,11 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
-from ..ffn import ffn_param_count
-from ..multihead import param_count as mha_param_count
+from ..blocks import (  # re-exported: the integer counts live in NumPy-only code
+    decoder_layer_param_count,
+    encoder_layer_param_count,
+    layer_norm_param_count,
+)
 from .ffn import FeedForward, relu
 from .multihead import MultiHeadAttention, load_from_torch_mha
 from .norms import DEFAULT_EPS, LayerNorm
@@ -48,32 +51,6 @@ __all__ = [
 ]
 
 Activation = Callable[[torch.Tensor], torch.Tensor]
-
-
-def layer_norm_param_count(d_model: int) -> int:
-    """A LayerNorm has a scale and a shift per feature: ``2 d_model`` parameters."""
-    if not isinstance(d_model, int) or isinstance(d_model, bool) or d_model <= 0:
-        raise ValueError(f"d_model must be a positive int, got {d_model!r}")
-    return 2 * d_model
-
-
-def encoder_layer_param_count(d_model: int, n_heads: int, d_ff: int, bias: bool = True) -> int:
-    r"""Parameters of one encoder layer: self-attention, FFN and two LayerNorms,
-
-    :math:`(4d^2 + 4d) + (2 d\,d_\text{ff} + d_\text{ff} + d) + 2\cdot 2d` with biases (eq. encoder-params).
-    The same for Post-LN and Pre-LN (the norms only move).
-    """
-    return mha_param_count(d_model, n_heads, bias=bias) + ffn_param_count(d_model, d_ff, bias) + 2 * (
-        layer_norm_param_count(d_model))
-
-
-def decoder_layer_param_count(d_model: int, n_heads: int, d_ff: int, bias: bool = True) -> int:
-    r"""Parameters of one decoder layer: masked self-attention, cross-attention, FFN and three LayerNorms,
-
-    :math:`2(4d^2 + 4d) + (2 d\,d_\text{ff} + d_\text{ff} + d) + 3\cdot 2d` with biases (eq. decoder-params).
-    """
-    return 2 * mha_param_count(d_model, n_heads, bias=bias) + ffn_param_count(d_model, d_ff, bias) + 3 * (
-        layer_norm_param_count(d_model))
 
 
 def _check_x(x: torch.Tensor, d_model: int, name: str) -> None:

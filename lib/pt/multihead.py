@@ -14,21 +14,21 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..multihead import (  # _check_params reads only .ndim and .shape, so it serves tensors too
+from ..flops import matmul_flops, multi_head_flops
+from ..multihead import (  # check_params reads only .ndim and .shape, so it serves tensors too
     MultiHeadParams,
-    _check_params,
     check_head_config,
-    matmul_flops,
-    multi_head_flops,
+    check_params,
     param_count,
 )
-from ._validate import as_float_tensor, check_mask_shape, check_mha_inputs
+from ._validate import as_float_tensor, check_finite, check_int, check_mask_shape, check_mha_inputs
 from .attention import attention
 
 __all__ = [
     "MultiHeadAttention",
     "MultiHeadParams",
     "check_head_config",
+    "check_params",
     "split_heads",
     "merge_heads",
     "repeat_kv",
@@ -41,16 +41,10 @@ __all__ = [
 ]
 
 
-def _check_pos_int(value: Any, name: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
-
-
 def split_heads(x: Any, h: int) -> torch.Tensor:
     """``(..., n, h*d) -> (..., h, n, d)``; see :func:`lib.multihead.split_heads`."""
     x = as_float_tensor(x, "x")
-    h = _check_pos_int(h, "h")
+    h = check_int(h, "h")
     if x.ndim < 2:
         raise ValueError(f"x must have at least 2 dimensions (..., n, width), got shape {tuple(x.shape)}")
     *lead, n, width = x.shape
@@ -73,7 +67,7 @@ def merge_heads(x: Any) -> torch.Tensor:
 def repeat_kv(x: Any, n_rep: int) -> torch.Tensor:
     """``(..., h_kv, n, d) -> (..., h_kv*n_rep, n, d)``; see :func:`lib.multihead.repeat_kv`."""
     x = as_float_tensor(x, "x")
-    n_rep = _check_pos_int(n_rep, "n_rep")
+    n_rep = check_int(n_rep, "n_rep")
     if x.ndim < 3:
         raise ValueError(f"x must have at least 3 dimensions (..., h_kv, n, d), got shape {tuple(x.shape)}")
     return x if n_rep == 1 else torch.repeat_interleave(x, n_rep, dim=-3)
@@ -96,11 +90,8 @@ def multi_head_attention(
     x_kv = x_q if x_kv is None else as_float_tensor(x_kv, "x_kv")
     lead = check_mha_inputs(x_q, x_kv)
     for name, x in (("x_q", x_q), ("x_kv", x_kv)):
-        finite = torch.isfinite(x)
-        if not bool(finite.all()):
-            bad = (~finite).nonzero()[0].tolist()
-            raise ValueError(f"{name} contains {x[tuple(bad)].item()} at {bad} ({name}.shape={tuple(x.shape)})")
-    d_k, h, h_kv = _check_params(params, x_q.shape[-1], n_heads)
+        check_finite(x, name)
+    d_k, h, h_kv = check_params(params, x_q.shape[-1], n_heads)
     if mask is not None:
         if not isinstance(mask, torch.Tensor):
             raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")

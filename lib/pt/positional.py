@@ -11,8 +11,8 @@ from typing import Any
 
 import torch
 
-from ..positional import _check_base, _check_dim
-from ._validate import as_float_tensor
+from ..positional import check_base, check_width
+from ._validate import as_float_tensor, check_finite, check_int
 
 __all__ = ["sinusoid_frequencies", "sinusoidal_encoding", "rope_angles", "apply_rope", "apply_rope_halves"]
 
@@ -26,8 +26,8 @@ def sinusoid_frequencies(
     d_model: int, base: float = 10000.0, *, device: torch.device | str | None = None
 ) -> torch.Tensor:
     """``base ** (-2i/d)`` for ``i = 0..ceil(d/2)-1``; see :func:`lib.positional.sinusoid_frequencies`."""
-    d = _check_dim(d_model, "d_model")
-    base = _check_base(base)
+    d = check_width(d_model, "d_model")
+    base = check_base(base)
     dt = _angle_dtype(device)
     return base ** (-torch.arange(0, d, 2, dtype=dt, device=device) / d)
 
@@ -44,8 +44,8 @@ def sinusoidal_encoding(
 
     See :func:`lib.positional.sinusoidal_encoding`.
     """
-    n = _check_dim(n_positions, "n_positions", allow_zero=True)
-    d = _check_dim(d_model, "d_model")
+    n = check_int(n_positions, "n_positions", minimum=0)
+    d = check_width(d_model, "d_model")
     freqs = sinusoid_frequencies(d, base, device=device)
     angles = torch.arange(n, dtype=freqs.dtype, device=device)[:, None] * freqs[None, :]  # (n, ceil(d/2))
     pe = torch.empty((n, d), dtype=freqs.dtype, device=device)
@@ -56,14 +56,13 @@ def sinusoidal_encoding(
 
 def rope_angles(positions: Any, d: int, base: float = 10000.0) -> torch.Tensor:
     """Angles ``m * theta_i`` of eq. rope, shape ``(*positions.shape, d/2)``, on ``positions``' device."""
-    d = _check_dim(d, "d", even=True)
+    d = check_width(d, "d", even=True)
     pos = positions if isinstance(positions, torch.Tensor) else torch.as_tensor(positions)
     if pos.dtype == torch.bool or pos.is_complex():
         raise TypeError(f"positions must be a tensor of integers or reals, got dtype {pos.dtype}")
     freqs = sinusoid_frequencies(d, base, device=pos.device)
+    check_finite(pos, "positions")
     pos = pos.to(freqs.dtype)
-    if not bool(torch.isfinite(pos).all()):
-        raise ValueError("positions must be finite")
     return pos[..., None] * freqs  # (..., d/2)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 
+from ..constants import MASKED_LOGIT
 from ._validate import as_float_tensor, check_axis, check_no_nan_or_posinf
 
 __all__ = [
@@ -133,7 +134,7 @@ def masked_softmax(x: Any, mask: Any | None, axis: int = -1) -> torch.Tensor:
         mask = mask.to(t.device)
     if t.shape[ax] == 0:
         return torch.zeros_like(t)
-    logits = t if mask is None else t.masked_fill(~mask, float("-inf"))
+    logits = t if mask is None else t.masked_fill(~mask, MASKED_LOGIT)
     out = torch.softmax(logits, dim=ax)
     if not _has_nan(out):
         return out

@@ -17,9 +17,9 @@ from typing import Any, NamedTuple
 import torch
 
 from ..attention import default_scale
-from ..tiled import Tile, _check_block_size, _check_causal, tile_schedule
-from ._validate import as_float_tensor
-from .attention import _inputs, _reduce_to
+from ..constants import MASKED_LOGIT
+from ..tiled import Tile, tile_schedule
+from ._validate import as_float_tensor, check_attention_inputs, check_causal, check_finite, check_int, reduce_to
 from .softmax import merge_normalizers
 
 __all__ = [
@@ -74,25 +74,16 @@ def _tile_keep(tile: Tile, offset: int, mask: torch.Tensor | None, device: torch
 
 def _tile_scores(qb: torch.Tensor, kb: torch.Tensor, scale: float, keep: torch.Tensor | None) -> torch.Tensor:
     s = (qb @ kb.transpose(-1, -2)) * scale  # S' of the tile, (..., rows, cols)
-    return s if keep is None else s.masked_fill(~keep, float("-inf"))
-
-
-def _check_finite(t: torch.Tensor, name: str) -> None:
-    bad = ~torch.isfinite(t)
-    if bool(bad.any()):
-        idx = bad.nonzero()[0].tolist()
-        raise ValueError(
-            f"{name} contains a non-finite value ({t[tuple(idx)].item()}) at {idx} ({name}.shape={tuple(t.shape)})"
-        )
+    return s if keep is None else s.masked_fill(~keep, MASKED_LOGIT)
 
 
 def _prepare(q: Any, k: Any, v: Any, mask: Any, scale: Any, block_size: Any, causal: Any):
-    q, k, v, mask = _inputs(q, k, v, mask)
+    q, k, v, mask = check_attention_inputs(q, k, v, mask)
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
-        _check_finite(t.detach(), name)
-    b = _check_block_size(block_size)
+        check_finite(t, name)
+    b = check_int(block_size, "block_size")
     n_q, n_k = q.shape[-2], k.shape[-2]
-    causal = _check_causal(causal, n_q, n_k)
+    causal = check_causal(causal, n_q, n_k)
     sc = default_scale(q.shape[-1]) if scale is None else float(scale)
     lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     if mask is not None:
@@ -142,7 +133,7 @@ def _backward(q, k, v, out, lse, d_out, mask, sc, b, causal, lead):
         ds = p * (dp - row_dot[..., t.q0 : t.q1, :]) * sc  # dS (raw logits Q Kᵀ)
         dq[..., t.q0 : t.q1, :] += ds @ kt
         dk[..., t.k0 : t.k1, :] += ds.transpose(-1, -2) @ qt
-    return _reduce_to(dq, q.shape), _reduce_to(dk, k.shape), _reduce_to(dv, v.shape)
+    return reduce_to(dq, q.shape), reduce_to(dk, k.shape), reduce_to(dv, v.shape)
 
 
 class TiledAttentionFunction(torch.autograd.Function):
