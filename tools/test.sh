@@ -42,7 +42,7 @@ if [ ! -x "$PY" ]; then
   exit 2
 fi
 
-step lint "$PY" -m ruff check lib tests tools benchmarks chapters
+step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
 step stale-outputs "$PY" tools/chapters.py check
 step lib-tests "$PY" -m pytest -q tests -m "not browser"
 step nbval bash tools/nbval.sh
