@@ -6,13 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import to_torch, tol
 from hypothesis import given
 from hypothesis import strategies as st
 
 import lib.attention as npa
 import lib.pt.attention as pta
-
-TOL = {np.float64: 1e-12, np.float32: 2e-6, np.float16: 5e-3}
 
 
 @st.composite
@@ -30,11 +29,6 @@ def qkv(draw, min_len=1):
     return q, k, v, mask
 
 
-def _torch(*arrays, grad=False):
-    out = [None if a is None else torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
-    if grad:
-        out = [t.requires_grad_() if t is not None and t.is_floating_point() else t for t in out]
-    return out
 
 
 # ---------------------------------------------------------------- forward
@@ -44,7 +38,7 @@ def _torch(*arrays, grad=False):
 def test_numpy_and_torch_forward_agree(args):
     q, k, v, mask = args
     o, a = npa.attention(q, k, v, mask)
-    ot, at = pta.attention(*_torch(q, k, v, mask))
+    ot, at = pta.attention(*to_torch(q, k, v, mask))
     np.testing.assert_allclose(o, ot.numpy(), rtol=0, atol=1e-12)
     np.testing.assert_allclose(a, at.numpy(), rtol=0, atol=1e-12)
 
@@ -121,13 +115,13 @@ def test_closed_form_backward_matches_autograd(args):
     lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     d_out = rng.normal(size=(*lead, q.shape[-2], v.shape[-1]))
     dq, dk, dv = npa.attention_backward(q, k, v, d_out, mask)
-    qt, kt, vt = _torch(q, k, v, grad=True)
-    (mt,) = _torch(mask)
+    qt, kt, vt = to_torch(q, k, v, grad=True)
+    (mt,) = to_torch(mask)
     ot, _ = pta.attention(qt, kt, vt, mt)
     ot.backward(torch.from_numpy(d_out))
     for mine, ref in ((dq, qt.grad), (dk, kt.grad), (dv, vt.grad)):
         np.testing.assert_allclose(mine, ref.numpy(), rtol=0, atol=1e-11)
-    for mine, ref in zip(pta.attention_backward(*_torch(q, k, v, d_out, mask)), (dq, dk, dv), strict=True):
+    for mine, ref in zip(pta.attention_backward(*to_torch(q, k, v, d_out, mask)), (dq, dk, dv), strict=True):
         np.testing.assert_allclose(mine.numpy(), ref, rtol=0, atol=1e-12)
 
 
@@ -139,7 +133,7 @@ def test_backward_reduces_broadcast_leading_dims():
     d_out = rng.normal(size=(2, 3, 4, 2))
     dq, dk, dv = npa.attention_backward(q, k, v, d_out)
     assert dq.shape == q.shape and dk.shape == k.shape and dv.shape == v.shape
-    qt, kt, vt = _torch(q, k, v, grad=True)
+    qt, kt, vt = to_torch(q, k, v, grad=True)
     pta.attention(qt, kt, vt)[0].backward(torch.from_numpy(d_out))
     np.testing.assert_allclose(dk, kt.grad.numpy(), atol=1e-12)
     np.testing.assert_allclose(dv, vt.grad.numpy(), atol=1e-12)
@@ -179,7 +173,7 @@ def test_fully_masked_row_has_zero_output_and_zero_gradient():
     np.testing.assert_array_equal(a[1], 0.0)
     dq, _, _ = npa.attention_backward(q, k, v, np.ones((2, 2)), mask)
     np.testing.assert_array_equal(dq[1], 0.0)
-    qt, kt, vt = _torch(q, k, v, grad=True)
+    qt, kt, vt = to_torch(q, k, v, grad=True)
     pta.attention(qt, kt, vt, torch.from_numpy(mask))[0].sum().backward()
     assert torch.isfinite(qt.grad).all() and (qt.grad[1] == 0).all()
 
@@ -202,10 +196,10 @@ def test_backends_agree_per_dtype(dtype):
     rng = np.random.default_rng(7)
     q, k, v = (rng.normal(size=(2, 6, 8)).astype(dtype) for _ in range(3))
     o, a = npa.attention(q, k, v, npa.causal_mask(6))
-    ot, at = pta.attention(*_torch(q, k, v), pta.causal_mask(6))
+    ot, at = pta.attention(*to_torch(q, k, v), pta.causal_mask(6))
     assert o.dtype == dtype and ot.dtype == torch.from_numpy(q).dtype
-    np.testing.assert_allclose(o.astype(float), ot.double().numpy(), rtol=TOL[dtype], atol=TOL[dtype])
-    np.testing.assert_allclose(a.astype(float), at.double().numpy(), rtol=TOL[dtype], atol=TOL[dtype])
+    np.testing.assert_allclose(o.astype(float), ot.double().numpy(), rtol=tol(dtype), atol=tol(dtype))
+    np.testing.assert_allclose(a.astype(float), at.double().numpy(), rtol=tol(dtype), atol=tol(dtype))
 
 
 def test_bfloat16_close_to_float64():
@@ -222,7 +216,7 @@ def test_large_logits_in_float16_stay_finite(mod):
     q = np.full((2, 4), 30.0, dtype=np.float16)  # q·k/√d = 30·30·4/2 = 1800 > float16 exp limit
     k = np.stack([np.full(4, 30.0), np.full(4, -30.0)]).astype(np.float16)
     v = np.eye(2, dtype=np.float16)
-    args = (q, k, v) if mod is npa else _torch(q, k, v)
+    args = (q, k, v) if mod is npa else to_torch(q, k, v)
     with np.errstate(over="ignore"):
         o, a = mod.attention(*args)
     a = np.asarray(a, dtype=np.float64)
@@ -234,7 +228,7 @@ def test_large_logits_in_float16_stay_finite(mod):
 
 @pytest.mark.parametrize("mod", [npa, pta], ids=["numpy", "torch"])
 def test_empty_sequences(mod):
-    conv = (lambda *a: a) if mod is npa else _torch
+    conv = (lambda *a: a) if mod is npa else to_torch
     o, a = mod.attention(*conv(np.zeros((0, 4)), np.zeros((3, 4)), np.zeros((3, 2))))
     assert tuple(o.shape) == (0, 2) and tuple(a.shape) == (0, 3)
     o, a = mod.attention(*conv(np.ones((2, 4)), np.zeros((0, 4)), np.zeros((0, 2))))
@@ -244,7 +238,7 @@ def test_empty_sequences(mod):
 
 @pytest.mark.parametrize("mod", [npa, pta], ids=["numpy", "torch"])
 def test_bad_inputs_get_clear_errors(mod):
-    conv = (lambda *a: a) if mod is npa else (lambda *a: _torch(*a))
+    conv = (lambda *a: a) if mod is npa else (lambda *a: to_torch(*a))
     q, k, v = np.zeros((2, 5, 64)), np.zeros((2, 5, 32)), np.zeros((2, 5, 8))
     want = r"q has width 64 but k has width 32 \(q.shape=\(2, 5, 64\), k.shape=\(2, 5, 32\)\)"
     with pytest.raises(ValueError, match=want):

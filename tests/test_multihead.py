@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import to_torch, tol
 from hypothesis import given
 from hypothesis import strategies as st
 from torch.utils.flop_counter import FlopCounterMode
@@ -14,8 +15,6 @@ from torch.utils.flop_counter import FlopCounterMode
 import lib.multihead as npm
 import lib.pt.multihead as ptm
 from lib.attention import attention, causal_mask, padding_mask
-
-TOL = {torch.float64: 1e-12, torch.float32: 2e-5}
 
 
 @st.composite
@@ -42,7 +41,7 @@ def mha_case(draw):
 
 
 def _t(a):
-    return None if a is None else torch.from_numpy(np.ascontiguousarray(a))
+    return to_torch(a)[0]
 
 
 def _t_params(p: npm.MultiHeadParams) -> npm.MultiHeadParams:
@@ -93,8 +92,8 @@ def test_numpy_and_torch_agree_float64(case):
     x_q, x_kv, p, h, mask = case
     out, a = npm.multi_head_attention(x_q, x_kv, p, h, mask)
     out_t, a_t = ptm.multi_head_attention(_t(x_q), _t(x_kv), _t_params(p), h, _t(mask))
-    np.testing.assert_allclose(out_t.numpy(), out, rtol=0, atol=TOL[torch.float64])
-    np.testing.assert_allclose(a_t.numpy(), a, rtol=0, atol=TOL[torch.float64])
+    np.testing.assert_allclose(out_t.numpy(), out, rtol=0, atol=tol(torch.float64))
+    np.testing.assert_allclose(a_t.numpy(), a, rtol=0, atol=tol(torch.float64))
 
 
 @given(mha_case())
@@ -105,11 +104,11 @@ def test_numpy_and_torch_agree_float32(case):
     x32 = None if x_kv is None else _t(x_kv).float()
     out_t, _ = ptm.multi_head_attention(_t(x_q).float(), x32, p32, h, _t(mask))
     assert out_t.dtype == torch.float32
-    np.testing.assert_allclose(out_t.double().numpy(), out, rtol=0, atol=TOL[torch.float32])
+    np.testing.assert_allclose(out_t.double().numpy(), out, rtol=0, atol=tol(torch.float32))
 
 
-@pytest.mark.parametrize("dtype,rel_tol", [(torch.float16, 5e-3), (torch.bfloat16, 3e-2)])
-def test_half_precision_against_the_float64_reference(dtype, rel_tol):
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16], ids=str)
+def test_half_precision_against_the_float64_reference(dtype):
     """Half precision: error relative to the largest output entry, over several seeds (fp16 has 11 bits of
     mantissa, bf16 8, so their unit roundoffs are 4.9e-4 and 3.9e-3)."""
     for seed in range(5):
@@ -120,7 +119,7 @@ def test_half_precision_against_the_float64_reference(dtype, rel_tol):
         p_low = npm.MultiHeadParams(*(_t(t).to(dtype) for t in p))
         out_t, a_t = ptm.multi_head_attention(_t(x).to(dtype), None, p_low, 4)
         assert out_t.dtype == dtype and torch.isfinite(out_t).all()
-        assert np.abs(out_t.double().numpy() - out).max() <= rel_tol * np.abs(out).max()
+        assert np.abs(out_t.double().numpy() - out).max() <= tol(dtype) * np.abs(out).max()
 
 
 def test_empty_sequences():

@@ -6,14 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import to_torch, tol
 from hypothesis import given
 from hypothesis import strategies as st
 
 import lib.norms as npn
 import lib.pt.norms as ptn
-
-# Tolerances per dtype for agreement with torch.nn.LayerNorm / the other backend.
-TOL = {np.float64: 1e-12, np.float32: 3e-6}
 
 
 @st.composite
@@ -29,8 +27,7 @@ def ln_inputs(draw):
 
 
 def _t(a, grad=False):
-    t = torch.from_numpy(np.ascontiguousarray(a))
-    return t.requires_grad_() if grad else t
+    return to_torch(a, grad=grad)[0]
 
 
 # ---------------------------------------------------------------- invariants
@@ -105,12 +102,12 @@ def test_forward_matches_torch_nn_layernorm(dtype, inp):
         want = ref(_t(x)).numpy()
     # float32 loses digits to cancellation when |mean| >> std: scale the tolerance by that condition number.
     cond = 1.0 + np.abs(x.mean(axis=-1)).max() / max(float(x.std(axis=-1).min()), 1e-3)
-    tol = TOL[dtype] * max(1.0, np.abs(want).max()) * cond
-    np.testing.assert_allclose(npn.layer_norm(x, g, b), want, rtol=0, atol=tol * 4)
-    np.testing.assert_allclose(ptn.layer_norm(_t(x), _t(g), _t(b)).numpy(), want, rtol=0, atol=tol * 4)
+    atol = tol(dtype) * max(1.0, np.abs(want).max()) * cond
+    np.testing.assert_allclose(npn.layer_norm(x, g, b), want, rtol=0, atol=atol * 4)
+    np.testing.assert_allclose(ptn.layer_norm(_t(x), _t(g), _t(b)).numpy(), want, rtol=0, atol=atol * 4)
     mod = ptn.LayerNorm(x.shape[-1], dtype=ref.weight.dtype)
     mod.load_state_dict(ref.state_dict())  # same parameter names
-    np.testing.assert_allclose(mod(_t(x)).detach().numpy(), want, rtol=0, atol=tol * 4)
+    np.testing.assert_allclose(mod(_t(x)).detach().numpy(), want, rtol=0, atol=atol * 4)
 
 
 @given(inp=ln_inputs())

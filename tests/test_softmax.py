@@ -6,15 +6,13 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from conftest import tol
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
 
 import lib.pt.softmax as pts
 import lib.softmax as nps
-
-# Tolerances per dtype for cross-backend agreement (the two backends use different kernels).
-TOL = {np.float64: 1e-12, np.float32: 1e-6, np.float16: 2e-3}
 
 finite = st.floats(-50, 50, allow_nan=False, allow_infinity=False)
 logits = arrays(np.float64, array_shapes(min_dims=1, max_dims=3, min_side=1, max_side=7), elements=finite)
@@ -144,7 +142,7 @@ def test_numpy_and_torch_agree(name, dtype):
     a = getattr(nps, name)(x)
     b = getattr(pts, name)(torch.from_numpy(x)).numpy()
     assert a.dtype == dtype and b.dtype == dtype
-    np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=TOL[dtype], atol=TOL[dtype])
+    np.testing.assert_allclose(a.astype(np.float64), b.astype(np.float64), rtol=tol(dtype), atol=tol(dtype))
 
 
 def test_bfloat16_torch_close_to_numpy_float64():

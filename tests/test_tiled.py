@@ -10,6 +10,7 @@ import itertools
 import numpy as np
 import pytest
 import torch
+from conftest import TOL, to_torch, tol
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -19,8 +20,6 @@ import lib.pt.tiled as ptt
 import lib.tiled as nt
 from lib.flops import causal_block_pairs
 from lib.softmax import logsumexp
-
-ATOL64 = 1e-12
 
 
 @st.composite
@@ -48,11 +47,6 @@ def _full_mask(mask, n_q, n_k, causal):
     return c if mask is None else (mask & c)
 
 
-def _torch(*arrays, grad=False):
-    out = [None if a is None else torch.from_numpy(np.ascontiguousarray(a)) for a in arrays]
-    if grad:
-        out = [t.requires_grad_() if t is not None and t.is_floating_point() else t for t in out]
-    return out
 
 
 # ---------------------------------------------------------------- forward and backward equal the naive
@@ -64,10 +58,10 @@ def test_numpy_tiled_forward_and_lse_equal_naive(case):
     full = _full_mask(mask, q.shape[-2], k.shape[-2], causal)
     out, lse = nt.tiled_attention(q, k, v, mask, block_size=block, causal=causal)
     ref, _ = npa.attention(q, k, v, full)
-    np.testing.assert_allclose(out, ref, rtol=0, atol=ATOL64)
+    np.testing.assert_allclose(out, ref, rtol=0, atol=TOL["float64"])
     s = (q @ np.swapaxes(k, -1, -2)) / np.sqrt(q.shape[-1])
     s = s if full is None else np.where(full, s, -np.inf)
-    np.testing.assert_allclose(lse, logsumexp(s, axis=-1), rtol=0, atol=ATOL64)  # -inf rows match too
+    np.testing.assert_allclose(lse, logsumexp(s, axis=-1), rtol=0, atol=TOL["float64"])  # -inf rows match too
 
 
 @given(tiled_case())
@@ -81,41 +75,41 @@ def test_numpy_tiled_backward_equals_naive_backward(case):
     refs = npa.attention_backward(q, k, v, d_out, full)
     for name, g, r in zip("qkv", grads, refs, strict=True):
         assert g.shape == r.shape, name
-        np.testing.assert_allclose(g, r, rtol=0, atol=ATOL64, err_msg=f"d{name}")
+        np.testing.assert_allclose(g, r, rtol=0, atol=TOL["float64"], err_msg=f"d{name}")
 
 
 @given(tiled_case())
 def test_torch_tiled_autograd_equals_autograd_through_naive(case):
     q, k, v, mask, block, causal = case
     full = _full_mask(mask, q.shape[-2], k.shape[-2], causal)
-    qt, kt, vt = _torch(q, k, v, grad=True)
-    (mt,) = _torch(mask)
+    qt, kt, vt = to_torch(q, k, v, grad=True)
+    (mt,) = to_torch(mask)
     out, lse = ptt.tiled_attention(qt, kt, vt, mt, block_size=block, causal=causal)
     assert not lse.requires_grad
-    (ft,) = _torch(full)
+    (ft,) = to_torch(full)
     ref, _ = pta.attention(qt, kt, vt, ft)
-    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=0, atol=ATOL64)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=0, atol=TOL["float64"])
     d_out = torch.randn(out.shape, dtype=torch.float64, generator=torch.Generator().manual_seed(2))
     g = torch.autograd.grad(out, (qt, kt, vt), d_out)
     r = torch.autograd.grad(ref, (qt, kt, vt), d_out, allow_unused=True, materialize_grads=True)
     for name, a, b in zip("qkv", g, r, strict=True):
-        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=ATOL64, err_msg=f"d{name}")
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=0, atol=TOL["float64"], err_msg=f"d{name}")
 
 
 @given(tiled_case())
 def test_numpy_and_torch_tiled_agree(case):
     q, k, v, mask, block, causal = case
     out, lse = nt.tiled_attention(q, k, v, mask, block_size=block, causal=causal)
-    qt, kt, vt, mt = _torch(q, k, v, mask)
+    qt, kt, vt, mt = to_torch(q, k, v, mask)
     out_t, lse_t = ptt.tiled_attention(qt, kt, vt, mt, block_size=block, causal=causal)
-    np.testing.assert_allclose(out, out_t.numpy(), rtol=0, atol=ATOL64)
-    np.testing.assert_allclose(lse, lse_t.numpy(), rtol=0, atol=ATOL64)
+    np.testing.assert_allclose(out, out_t.numpy(), rtol=0, atol=TOL["float64"])
+    np.testing.assert_allclose(lse, lse_t.numpy(), rtol=0, atol=TOL["float64"])
     d_out = np.random.default_rng(3).normal(size=out.shape)
     g = nt.tiled_attention_backward(q, k, v, out, lse, d_out, mask=mask, block_size=block, causal=causal)
-    g_t = ptt.tiled_attention_backward(qt, kt, vt, out_t, lse_t, *_torch(d_out), mask=mt, block_size=block,
+    g_t = ptt.tiled_attention_backward(qt, kt, vt, out_t, lse_t, *to_torch(d_out), mask=mt, block_size=block,
                                        causal=causal)
     for a, b in zip(g, g_t, strict=True):
-        np.testing.assert_allclose(a, b.numpy(), rtol=0, atol=ATOL64)
+        np.testing.assert_allclose(a, b.numpy(), rtol=0, atol=TOL["float64"])
 
 
 @pytest.mark.parametrize("causal", [False, True])
@@ -164,24 +158,24 @@ def test_larger_lengths_with_blocks_that_do_and_do_not_divide_n(n, block):
     for causal in (False, True):
         full = npa.causal_mask(n) if causal else None
         out, lse = nt.tiled_attention(q, k, v, block_size=block, causal=causal)
-        np.testing.assert_allclose(out, npa.attention(q, k, v, full)[0], rtol=0, atol=ATOL64)
+        np.testing.assert_allclose(out, npa.attention(q, k, v, full)[0], rtol=0, atol=TOL["float64"])
         d_out = rng.normal(size=out.shape)
         grads = nt.tiled_attention_backward(q, k, v, out, lse, d_out, block_size=block, causal=causal)
         for g, r in zip(grads, npa.attention_backward(q, k, v, d_out, full), strict=True):
-            np.testing.assert_allclose(g, r, rtol=0, atol=ATOL64)
+            np.testing.assert_allclose(g, r, rtol=0, atol=TOL["float64"])
 
 
 # ---------------------------------------------------------------- dtypes
 
 
-@pytest.mark.parametrize("dtype,atol", [(torch.float32, 2e-6), (torch.float16, 5e-3), (torch.bfloat16, 3e-2)])
-def test_torch_low_precision_against_float64(dtype, atol):
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16], ids=str)
+def test_torch_low_precision_against_float64(dtype):
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 40, 8, dtype=torch.float64, generator=g) for _ in range(3))
     ref, _ = pta.attention(q, k, v, pta.causal_mask(40))
     out, lse = ptt.tiled_attention(q.to(dtype), k.to(dtype), v.to(dtype), block_size=16, causal=True)
     assert out.dtype == dtype and lse.dtype == dtype
-    torch.testing.assert_close(out.double(), ref, rtol=0, atol=atol)
+    torch.testing.assert_close(out.double(), ref, rtol=0, atol=tol(dtype))
 
 
 def test_numpy_float32_keeps_dtype_and_matches_float64():
@@ -189,7 +183,7 @@ def test_numpy_float32_keeps_dtype_and_matches_float64():
     q, k, v = (rng.normal(size=(30, 8)) for _ in range(3))
     out32, lse32 = nt.tiled_attention(*(x.astype(np.float32) for x in (q, k, v)), block_size=7)
     assert out32.dtype == np.float32 and lse32.dtype == np.float32
-    np.testing.assert_allclose(out32, npa.attention(q, k, v)[0], rtol=0, atol=2e-6)
+    np.testing.assert_allclose(out32, npa.attention(q, k, v)[0], rtol=0, atol=tol(np.float32))
 
 
 def test_large_logits_do_not_overflow():
@@ -197,7 +191,7 @@ def test_large_logits_do_not_overflow():
     k = np.array([[300.0, 300.0], [-300.0, 0.0], [299.0, 300.0], [0.0, 0.0]])
     v = np.eye(4)
     out, lse = nt.tiled_attention(q, k, v, block_size=1)
-    np.testing.assert_allclose(out, npa.attention(q, k, v)[0], rtol=0, atol=ATOL64)
+    np.testing.assert_allclose(out, npa.attention(q, k, v)[0], rtol=0, atol=TOL["float64"])
     assert np.isfinite(lse).all()
 
 
@@ -298,11 +292,11 @@ def test_fully_masked_rows_give_zero_output_minus_inf_lse_and_zero_gradients():
     d_out = rng.normal(size=out.shape)
     dq, dk, dv = nt.tiled_attention_backward(q, k, v, out, lse, d_out, mask=mask, block_size=4)
     assert (dq[2] == 0).all() and np.isfinite(dk).all() and np.isfinite(dv).all()
-    qt, kt, vt = _torch(q, k, v, grad=True)
+    qt, kt, vt = to_torch(q, k, v, grad=True)
     out_t, lse_t = ptt.tiled_attention(qt, kt, vt, torch.from_numpy(mask), block_size=4)
     out_t.backward(torch.from_numpy(d_out))
     assert (qt.grad[2] == 0).all() and torch.isneginf(lse_t[2])
-    np.testing.assert_allclose(qt.grad.numpy(), dq, rtol=0, atol=ATOL64)
+    np.testing.assert_allclose(qt.grad.numpy(), dq, rtol=0, atol=TOL["float64"])
 
 
 def test_no_keys_and_no_queries():
@@ -320,7 +314,7 @@ def test_explicit_scale_is_used():
     rng = np.random.default_rng(0)
     q, k, v = (rng.normal(size=(9, 4)) for _ in range(3))
     out, _ = nt.tiled_attention(q, k, v, scale=0.9, block_size=4)
-    np.testing.assert_allclose(out, npa.attention(q, k, v, scale=0.9)[0], rtol=0, atol=ATOL64)
+    np.testing.assert_allclose(out, npa.attention(q, k, v, scale=0.9)[0], rtol=0, atol=TOL["float64"])
     assert not np.allclose(out, npa.attention(q, k, v)[0])
 
 
