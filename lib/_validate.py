@@ -20,6 +20,7 @@ import numpy as np
 
 __all__ = [
     "as_float_array",
+    "dtype_name",
     "check_int",
     "check_real",
     "check_bool",
@@ -38,6 +39,11 @@ __all__ = [
 
 
 # ---------------------------------------------------------------- scalars
+
+
+def dtype_name(dtype: Any) -> str:
+    """``"int64"`` for ``np.int64`` and ``torch.int64`` alike, so both backends' messages read the same."""
+    return str(dtype).removeprefix("torch.")
 
 
 def check_int(value: Any, name: str, *, minimum: int = 1, even: bool = False, why: str = "") -> int:
@@ -135,7 +141,7 @@ def as_float_array(x: Any, name: str) -> np.ndarray:
         )
     if isinstance(x, np.ndarray):
         if not np.issubdtype(x.dtype, np.floating):
-            raise TypeError(f"{name} must have a floating dtype, got {x.dtype} (shape {x.shape})")
+            raise TypeError(f"{name} must have a floating dtype, got {dtype_name(x.dtype)} (shape {x.shape})")
         return x
     try:
         arr = np.asarray(x, dtype=np.float64)
@@ -216,7 +222,9 @@ def check_attention_inputs(q: Any, k: Any, v: Any, mask: Any | None) -> tuple[An
     q, k, v = (as_float_array(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v")))
     check_attention_shapes(q, k, v)
     if len({q.dtype, k.dtype, v.dtype}) > 1:
-        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raise TypeError(
+            f"q, k and v must share a dtype, got {dtype_name(q.dtype)}, {dtype_name(k.dtype)}, {dtype_name(v.dtype)}"
+        )
     if mask is not None:
         mask = np.asarray(mask)
         lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
@@ -239,7 +247,7 @@ def reduce_to(grad: Any, shape: tuple[int, ...]) -> Any:
 
 def check_mask_shape(mask: Any, scores_shape: tuple[int, ...]) -> None:
     """A mask must be boolean and broadcast to the scores' shape (..., n_q, n_k)."""
-    dtype = str(mask.dtype)
+    dtype = dtype_name(mask.dtype)
     if "bool" not in dtype:
         raise TypeError(f"mask must be boolean (True = may attend), got dtype {dtype}")
     try:

@@ -160,31 +160,31 @@ def check_params(params: Any, d_model: int, n_heads: int) -> tuple[int, int, int
     if params.w_q.shape[0] != d_model:
         raise ValueError(
             f"params.w_q has {params.w_q.shape[0]} input rows but the inputs have width d_model={d_model}"
-            f" (w_q.shape={params.w_q.shape})"
+            f" (w_q.shape={tuple(params.w_q.shape)})"
         )
     for name in ("w_k", "w_v"):
         w = getattr(params, name)
         if w.shape != params.w_k.shape or w.shape[0] != d_model:
             raise ValueError(
-                f"params.{name} must have shape (d_model={d_model}, h_kv*d_k) like w_k, got {w.shape}"
-                f" (w_k.shape={params.w_k.shape})"
+                f"params.{name} must have shape (d_model={d_model}, h_kv*d_k) like w_k, got {tuple(w.shape)}"
+                f" (w_k.shape={tuple(params.w_k.shape)})"
             )
     h = check_int(n_heads, "n_heads")
     hd = params.w_q.shape[1]
     if hd % h:
         raise ValueError(
-            f"params.w_q has {hd} output columns, not divisible by n_heads={h} (w_q.shape={params.w_q.shape})"
+            f"params.w_q has {hd} output columns, not divisible by n_heads={h} (w_q.shape={tuple(params.w_q.shape)})"
         )
     d_k = hd // h
     if params.w_k.shape[1] % d_k:
         raise ValueError(
             f"params.w_k has {params.w_k.shape[1]} output columns, not a multiple of the head width"
-            f" d_k={d_k} (w_k.shape={params.w_k.shape})"
+            f" d_k={d_k} (w_k.shape={tuple(params.w_k.shape)})"
         )
     h_kv = params.w_k.shape[1] // d_k
     check_head_config(hd, h, h_kv)
     if params.w_o.shape[0] != hd:
-        raise ValueError(f"params.w_o must have h*d_v={hd} input rows, got w_o.shape={params.w_o.shape}")
+        raise ValueError(f"params.w_o must have h*d_v={hd} input rows, got w_o.shape={tuple(params.w_o.shape)}")
     for b_name, w_name in (("b_q", "w_q"), ("b_k", "w_k"), ("b_v", "w_v"), ("b_o", "w_o")):
         b, w = getattr(params, b_name), getattr(params, w_name)
         if b is not None and tuple(b.shape) != (w.shape[1],):

@@ -59,7 +59,7 @@ def _row_max(x: np.ndarray, axis: int, *, allow_empty_rows: bool, name: str = "x
     dead = np.isneginf(m)
     if dead.any():
         if not allow_empty_rows:
-            where = np.argwhere(dead)[0].tolist()
+            where = np.argwhere(np.squeeze(dead, axis))[0].tolist()
             raise ValueError(
                 f"{name} has a row with no finite entry (all -inf) at index {where}; its softmax is 0/0."
                 " Use masked_softmax, which returns zeros for a fully masked row."
@@ -213,9 +213,6 @@ def merge_normalizers(
 def online_softmax(x: Any, axis: int = -1) -> np.ndarray:
     """Softmax whose normaliser is computed in one pass (eq. online-softmax); equals :func:`softmax`."""
     arr, ax = _prepare(x, axis)
+    _row_max(arr, ax, allow_empty_rows=False)  # raises for an empty row or one with no finite entry
     m, l = online_normalizer(arr, axis=ax)
-    if m.size and np.isneginf(m).any():
-        raise ValueError("x has a row with no finite entry (all -inf); its softmax is 0/0")
-    if arr.shape[ax] == 0 and arr.size == 0 and m.size:
-        raise ValueError(f"x has length 0 along axis {ax}; the softmax of an empty row is undefined")
     return np.exp(arr - m) / l

@@ -28,7 +28,7 @@ TOL: dict[str, float] = {"float64": 1e-12, "float32": 1e-5, "float16": 5e-3, "bf
 
 def dtype_name(dtype: Any) -> str:
     """``"float32"`` for ``np.float32``, ``np.dtype("float32")`` and ``torch.float32`` alike."""
-    if isinstance(dtype, torch.dtype):
+    if isinstance(dtype, (str, torch.dtype)):
         return str(dtype).removeprefix("torch.")
     return np.dtype(dtype).name
 

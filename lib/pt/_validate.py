@@ -16,12 +16,13 @@ from .._validate import (
     check_mha_inputs,
     check_min_rank,
     check_real,
+    dtype_name,
     reduce_to,
 )
 
 __all__ = ["as_float_tensor", "check_axis", "check_no_nan_or_posinf", "check_finite", "check_attention_shapes",
            "check_attention_inputs", "check_mask_shape", "check_mha_inputs", "check_min_rank", "check_int",
-           "check_real", "check_bool", "check_causal", "reduce_to"]
+           "check_real", "check_bool", "check_causal", "dtype_name", "reduce_to"]
 
 
 def as_float_tensor(x: Any, name: str) -> torch.Tensor:
@@ -32,7 +33,7 @@ def as_float_tensor(x: Any, name: str) -> torch.Tensor:
     """
     if isinstance(x, torch.Tensor):
         if not x.is_floating_point():
-            raise TypeError(f"{name} must have a floating dtype, got {x.dtype} (shape {tuple(x.shape)})")
+            raise TypeError(f"{name} must have a floating dtype, got {dtype_name(x.dtype)} (shape {tuple(x.shape)})")
         return x
     if hasattr(x, "dtype"):
         raise TypeError(
@@ -59,7 +60,9 @@ def check_attention_inputs(q: Any, k: Any, v: Any, mask: Any | None) -> tuple[An
     q, k, v = (as_float_tensor(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v")))
     check_attention_shapes(q, k, v)
     if len({q.dtype, k.dtype, v.dtype}) > 1:
-        raise TypeError(f"q, k and v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+        raise TypeError(
+            f"q, k and v must share a dtype, got {dtype_name(q.dtype)}, {dtype_name(k.dtype)}, {dtype_name(v.dtype)}"
+        )
     if len({q.device, k.device, v.device}) > 1:
         raise ValueError(f"q, k and v must live on one device, got {q.device}, {k.device}, {v.device}")
     if mask is not None:

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..attention import default_scale
-from ._validate import as_float_tensor, check_attention_inputs, check_attention_shapes, check_int, reduce_to
+from ._validate import as_float_tensor, check_attention_inputs, check_attention_shapes, check_int, dtype_name, reduce_to
 from .softmax import masked_softmax, softmax_vjp
 
 __all__ = ["attention", "attention_backward", "causal_mask", "padding_mask", "default_scale"]
@@ -60,7 +60,8 @@ def padding_mask(lengths: Any, n: int) -> torch.Tensor:
         lengths = torch.as_tensor(lengths)
     if lengths.ndim != 1 or lengths.dtype.is_floating_point or lengths.dtype == torch.bool:
         raise TypeError(
-            f"lengths must be a 1-D tensor of ints, got dtype {lengths.dtype} and shape {tuple(lengths.shape)}"
+            f"lengths must be a 1-D array of ints, got dtype {dtype_name(lengths.dtype)}"
+            f" and shape {tuple(lengths.shape)}"
         )
     n = check_int(n, "n", minimum=0)
     if bool((lengths < 0).any()) or bool((lengths > n).any()):

@@ -12,7 +12,7 @@ from typing import Any
 import torch
 
 from ..positional import check_base, check_width
-from ._validate import as_float_tensor, check_finite, check_int
+from ._validate import as_float_tensor, check_finite, check_int, dtype_name
 
 __all__ = ["sinusoid_frequencies", "sinusoidal_encoding", "rope_angles", "apply_rope", "apply_rope_halves"]
 
@@ -59,7 +59,7 @@ def rope_angles(positions: Any, d: int, base: float = 10000.0) -> torch.Tensor:
     d = check_width(d, "d", even=True)
     pos = positions if isinstance(positions, torch.Tensor) else torch.as_tensor(positions)
     if pos.dtype == torch.bool or pos.is_complex():
-        raise TypeError(f"positions must be a tensor of integers or reals, got dtype {pos.dtype}")
+        raise TypeError(f"positions must be an array of integers or reals, got dtype {dtype_name(pos.dtype)}")
     freqs = sinusoid_frequencies(d, base, device=pos.device)
     check_finite(pos, "positions")
     pos = pos.to(freqs.dtype)

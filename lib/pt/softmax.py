@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from ..constants import MASKED_LOGIT
-from ._validate import as_float_tensor, check_axis, check_no_nan_or_posinf
+from ._validate import as_float_tensor, check_axis, check_no_nan_or_posinf, dtype_name
 
 __all__ = [
     "softmax_naive",
@@ -124,7 +124,7 @@ def masked_softmax(x: Any, mask: Any | None, axis: int = -1) -> torch.Tensor:
         if not isinstance(mask, torch.Tensor):
             raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")
         if mask.dtype != torch.bool:
-            raise TypeError(f"mask must be boolean (True = may attend), got dtype {mask.dtype}")
+            raise TypeError(f"mask must be boolean (True = may attend), got dtype {dtype_name(mask.dtype)}")
         try:
             fits = torch.broadcast_shapes(mask.shape, t.shape) == t.shape
         except RuntimeError:

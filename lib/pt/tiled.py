@@ -19,7 +19,15 @@ import torch
 from ..attention import default_scale
 from ..constants import MASKED_LOGIT
 from ..tiled import Tile, tile_schedule
-from ._validate import as_float_tensor, check_attention_inputs, check_causal, check_finite, check_int, reduce_to
+from ._validate import (
+    as_float_tensor,
+    check_attention_inputs,
+    check_causal,
+    check_finite,
+    check_int,
+    dtype_name,
+    reduce_to,
+)
 from .softmax import merge_normalizers
 
 __all__ = [
@@ -183,7 +191,7 @@ def _as_same(x: Any, name: str, like: torch.Tensor, shape: tuple[int, ...]) -> t
     if tuple(t.shape) != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {tuple(t.shape)}")
     if t.dtype != like.dtype:
-        raise TypeError(f"{name} must have q's dtype {like.dtype}, got {t.dtype}")
+        raise TypeError(f"{name} must have q's dtype {dtype_name(like.dtype)}, got {dtype_name(t.dtype)}")
     if t.device != like.device:
         raise ValueError(f"{name} must live on q's device {like.device}, got {t.device}")
     return t
