@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import to_torch, tol
 from hypothesis import given
 from hypothesis import strategies as st
+from tolerances import to_torch, tol
 
 import lib.norms as npn
 import lib.pt.norms as ptn

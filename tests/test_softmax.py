@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from conftest import tol
 from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra.numpy import array_shapes, arrays
+from tolerances import tol
 
 import lib.pt.softmax as pts
 import lib.softmax as nps
