@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import tol
+from tolerances import tol
 from twins import TWINS, Twin
 
 DTYPES = ["float64", "float32", "float16", "bfloat16"]
