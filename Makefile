@@ -1,5 +1,5 @@
 # The two commands of the README. Both set up what they need (tools/setup.sh is idempotent).
-.PHONY: book test bench clean
+.PHONY: book test pdf bench clean
 
 book:  ## Build the HTML book into _build/html, executing every chapter whose inputs changed.
 	bash tools/setup.sh
@@ -8,6 +8,10 @@ book:  ## Build the HTML book into _build/html, executing every chapter whose in
 test:  ## Every test: lint, stale outputs, lib tests, nbval here and on a simulated other machine, strict build, browser.
 	bash tools/setup.sh --test
 	bash tools/test.sh
+
+pdf:  ## The whole book as one PDF, _build/pdf/book.pdf (the single-page HTML printed by Chromium; needs a Chromium).
+	bash tools/setup.sh --test
+	.venv/bin/python tools/build_pdf.py
 
 bench:  ## Run the benchmarks (not part of the tests).
 	bash tools/setup.sh

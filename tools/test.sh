@@ -9,6 +9,8 @@
 #                  (tools/other_machine.env), so round-off digits differ while the book must not
 #   book           strict build (-W -n) of the stored outputs, no execution: the HTML the browser tests read
 #   browser        the built book in Chromium (skipped, and said so, with BOOK_SKIP_BROWSER=1 or without a build)
+#   pdf            the whole book printed to one PDF by Chromium (tools/build_pdf.py), then read back: every
+#                  chapter title, numbered, no raw TeX (skipped with the browser tests)
 #
 # Every step runs even when an earlier one failed (except browser, which needs the book); exits non-zero if any
 # step failed.
@@ -44,7 +46,7 @@ fi
 
 step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
 step stale-outputs "$PY" tools/chapters.py check
-step lib-tests "$PY" -m pytest -q tests -m "not browser"
+step lib-tests "$PY" -m pytest -q tests -m "not browser and not pdf"
 step nbval bash tools/nbval.sh
 step nbval-other bash tools/other_machine.sh bash tools/nbval.sh
 rm -rf "$STRICT_OUT/_build/html"
@@ -56,6 +58,13 @@ elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
 else
   summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
   failed=$((failed + 1))
+fi
+if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
+  summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
+else
+  rm -f "$STRICT_OUT/book.pdf"
+  step pdf-build "$PY" tools/build_pdf.py --output "$STRICT_OUT/book.pdf"
+  BOOK_PDF="$STRICT_OUT/book.pdf" step pdf "$PY" -m pytest -q tests -m pdf
 fi
 
 echo
