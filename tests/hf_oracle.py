@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import torch
@@ -33,7 +33,7 @@ def hf_config(raw: dict):
         return AutoConfig.for_model(model_type, **raw)
 
 
-@lru_cache(maxsize=None)
+@cache
 def hf_counts(path: str) -> tuple[int, int]:
     """(total parameters, parameters one token uses) of the model ``path`` describes, from transformers' modules.
 
