@@ -79,11 +79,13 @@ def _masks(model: Seq2SeqTransformer, b: ReversalBatch, causal: bool, src_paddin
 
 
 def train(model: Seq2SeqTransformer, steps: int, *, batch_size: int = 64, min_len: int = 2, max_len: int = 8,
-          lr: float = 1e-3, warmup: int = 50, causal: bool = True, seed: int = 0,
+          lr: float = 1e-3, warmup: int = 50, causal: bool = True, src_padding: bool = True, seed: int = 0,
           log_every: int = 25) -> list[tuple[int, float]]:
     """Train with Adam, linear warm-up then cosine decay to 0; returns ``[(step, loss), ...]`` every
     ``log_every`` steps (the loss averaged over those steps). ``causal=False`` trains the decoder without its
-    causal mask (the failure case of the chapter). Data come from a generator seeded with ``seed``."""
+    causal mask, ``src_padding=False`` trains without the source padding mask (the encoder and the
+    cross-attention then attend to padding too): the failure cases of the chapter. Data come from a generator
+    seeded with ``seed``; the model's initial weights are whatever the caller made them."""
     if not (isinstance(steps, int) and steps > 0):
         raise ValueError(f"steps must be a positive int, got {steps!r}")
     gen = torch.Generator().manual_seed(seed)
@@ -99,7 +101,7 @@ def train(model: Seq2SeqTransformer, steps: int, *, batch_size: int = 64, min_le
     history, running = [], 0.0
     for step in range(steps):
         b = reversal_batch(batch_size, min_len, max_len, gen)
-        src_mask, tgt_mask = _masks(model, b, causal, True)
+        src_mask, tgt_mask = _masks(model, b, causal, src_padding)
         loss = loss_fn(model(b.src, b.tgt_in, src_mask, tgt_mask), b.tgt_out)
         opt.zero_grad(set_to_none=True)
         loss.backward()
