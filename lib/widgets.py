@@ -7,8 +7,9 @@ slider cannot recompute anything, and rendering one would load require.js and th
 * in JupyterLab / Notebook (a kernel started by a Jupyter server) the reader gets an ipywidgets slider that
   redraws the figure for each value;
 * when the notebook is executed headless (the book build, nbval, ``nbconvert --execute``) the same drawing
-  function is called once per value in ``values`` and the panels are shown side by side as one ordinary
-  matplotlib figure: a PNG that the HTML serves locally, whose text output nbval can compare.
+  function is called once per value in ``values`` and the panels are shown as one ordinary matplotlib figure,
+  two panels per row at the width of the text (:func:`lib.figures.panels`): a PNG that the HTML serves
+  locally, whose text output nbval can compare.
 
 The mode is chosen by ``$BOOK_WIDGETS``: ``static`` or ``interactive`` force it (``tools/build_book.py``
 sets ``static``); unset, it is ``interactive`` when the kernel was started by a Jupyter server (which sets
@@ -83,7 +84,8 @@ def explore(
             to 2-6 values).
         default: the slider's starting value (the middle of ``values`` if None).
         interactive_values: finer stops for the slider (strictly increasing); ``values`` if None.
-        panel_size: inches per static panel.
+        panel_size: inches per panel in the live slider; static panels are half the text width each, and
+            ``panel_size[1]`` inches high.
         mode: ``"static"`` or ``"interactive"``; None chooses with :func:`widget_mode`.
 
     Returns:
@@ -107,10 +109,11 @@ def explore(
     import matplotlib.pyplot as plt
 
     if mode == "static":
-        fig, axes = plt.subplots(1, len(vals), figsize=(panel_size[0] * len(vals), panel_size[1]), squeeze=False)
-        for ax, v in zip(axes[0], vals, strict=True):
+        from .figures import panels
+
+        fig, axes = panels(len(vals), height=panel_size[1])
+        for ax, v in zip(axes, vals, strict=True):
             draw(ax, v)
-        fig.tight_layout()
         plt.close(fig)  # returned, not also drawn by the inline backend: shown exactly once
         return fig
 

@@ -41,6 +41,7 @@ def _make_book(tmp: Path) -> None:
     for tool in ("build_book.py", "chapters.py"):
         shutil.copy(ROOT / "tools" / tool, tmp / "tools")
     shutil.copytree(ROOT / "lib", tmp / "lib", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "_ext", tmp / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
     for name in ("_config.yml", "references.bib", "requirements.txt", "requirements.lock", "pyproject.toml"):
         shutil.copy(ROOT / name, tmp)
     (tmp / "_toc.yml").write_text("format: jb-book\nroot: intro\nchapters:\n  - file: chapters/probe\n")

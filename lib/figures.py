@@ -1,0 +1,106 @@
+"""One figure style for the whole book: size, fonts, colours, panel layout and the mask convention.
+
+Every chapter calls :func:`use` once (in its imports cell) and draws with these helpers, so that all figures
+
+- are sized to the text column (``TEXT_WIDTH`` inches wide) and keep their fonts at 9 pt or more at the size
+  the page shows them: fonts are set in points for a figure that is displayed at (or below) its own width;
+- have at most two panels per row (:func:`panels` makes a grid otherwise);
+- use the colour-blind-safe Okabe-Ito palette (:data:`PALETTE`, also the default colour cycle);
+- draw boolean masks one way only (:func:`show_mask`): **dark blue = may attend** (``True``), light grey =
+  masked (``False``), the convention the notation chapter defines.
+
+A figure's number and caption come from the notebook cell's metadata (``mystnb.figure``: ``caption`` and
+``name``), so the text can refer to it with ``{numref}``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+__all__ = ["MASKED_COLOR", "MAY_ATTEND_COLOR", "PALETTE", "STYLE", "TEXT_WIDTH", "panels", "show_mask", "use"]
+
+#: Width of the book's text column, in inches: the width every figure is drawn at.
+TEXT_WIDTH = 7.0
+#: Okabe & Ito's colour-blind-safe palette (black first), in the order the colour cycle uses.
+PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
+#: The mask convention: a position that may be attended (True) is drawn dark blue, a masked one light grey.
+MAY_ATTEND_COLOR = "#0072B2"
+MASKED_COLOR = "#E6E6E6"
+
+#: matplotlib rcParams of the book's style.
+STYLE: dict[str, Any] = {
+    "figure.figsize": (TEXT_WIDTH, 3.6),
+    "figure.dpi": 110,
+    "savefig.dpi": 110,
+    "figure.constrained_layout.use": True,
+    "font.size": 10.5,
+    "axes.titlesize": 11,
+    "axes.labelsize": 10.5,
+    "xtick.labelsize": 9.5,
+    "ytick.labelsize": 9.5,
+    "legend.fontsize": 9.5,
+    "legend.frameon": False,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "lines.linewidth": 1.8,
+    "lines.markersize": 5,
+    "image.cmap": "viridis",
+}
+
+
+def use() -> None:
+    """Apply the book's style to matplotlib (call once per chapter, before the first figure)."""
+    import matplotlib as mpl
+    from cycler import cycler
+
+    mpl.rcParams.update(STYLE)
+    mpl.rcParams["axes.prop_cycle"] = cycler(color=list(PALETTE))
+
+
+def panels(n: int, *, height: float = 3.0, ncols: int | None = None, **subplot_kw: Any):
+    """A figure of ``n`` panels, at most two per row, ``TEXT_WIDTH`` wide and ``height`` inches per row.
+
+    Returns ``(fig, axes)`` with ``axes`` a flat list of ``n`` Axes (unused grid cells are removed).
+    """
+    import matplotlib.pyplot as plt
+
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"n must be a positive int, got {n!r}")
+    cols = min(2, int(n)) if ncols is None else ncols
+    if isinstance(cols, bool) or not isinstance(cols, int) or not 1 <= cols <= 2:
+        raise ValueError(f"ncols must be 1 or 2 (at most two panels per row), got {ncols!r}")
+    rows = -(-int(n) // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(TEXT_WIDTH, height * rows), squeeze=False, **subplot_kw)
+    flat = list(axes.ravel())
+    for ax in flat[n:]:
+        ax.remove()
+    return fig, flat[:n]
+
+
+def show_mask(ax, mask: Any, *, title: str | None = None, xlabel: str = "key position $j$",
+              ylabel: str = "query position $i$", legend: bool = True):
+    """Draw a boolean mask (True = may attend) in the book's convention: dark blue may attend, grey masked."""
+    from matplotlib.colors import ListedColormap
+    from matplotlib.patches import Patch
+
+    m = np.asarray(mask.detach().cpu() if hasattr(mask, "detach") else mask)
+    if m.dtype != bool:
+        raise TypeError(f"mask must be boolean (True = may attend), got dtype {m.dtype}")
+    if m.ndim != 2:
+        raise ValueError(f"mask must be 2-D (queries x keys), got shape {m.shape}")
+    image = ax.imshow(m.astype(np.int8), cmap=ListedColormap([MASKED_COLOR, MAY_ATTEND_COLOR]), vmin=0, vmax=1,
+                      interpolation="nearest")
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(False)
+    if title:
+        ax.set_title(title)
+    if legend:
+        ax.legend(handles=[Patch(color=MAY_ATTEND_COLOR, label="may attend"), Patch(color=MASKED_COLOR,
+                                                                                  label="masked")],
+                  loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
+    return image
