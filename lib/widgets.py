@@ -124,9 +124,8 @@ def explore(
     def update(value: float) -> None:
         with out:
             out.clear_output(wait=True)
-            fig, ax = plt.subplots(figsize=panel_size)
+            fig, ax = plt.subplots(figsize=panel_size, layout="constrained")
             draw(ax, value)
-            fig.tight_layout()
             plt.show()
 
     slider = widgets.SelectionSlider(
