@@ -33,9 +33,9 @@ class GPU:
 
 
 GPUS: dict[str, GPU] = {g.name: g for g in [
-    # nvidia-smi on H100 80GB HBM3 (SXM5) and H100 PCIe: 81559MiB; figure quoted in issue 11 of this book, which
-    # checked it against public nvidia-smi listings. 5 stacks x 16 GiB physical, part reserved by the driver.
-    GPU("H100-80GB", 81_559, "80 GB HBM3", "nvidia-smi memory.total (issue 11; public nvidia-smi listings)"),
+    # nvidia-smi on H100 80GB HBM3 (SXM5) and H100 PCIe: 81559MiB, checked against public nvidia-smi listings.
+    # 5 stacks x 16 GiB physical, part reserved by the driver.
+    GPU("H100-80GB", 81_559, "80 GB HBM3", "nvidia-smi memory.total (public nvidia-smi listings)"),
     # nvidia-smi on H200 (SXM, 141 GB HBM3e): 143771MiB, recalled from public nvidia-smi listings; 6 stacks x 24 GiB.
     GPU("H200", 143_771, "141 GB HBM3e", "nvidia-smi memory.total (public listings, recalled; not measured here)"),
     # nvidia-smi on A100-SXM4-80GB / A100 80GB PCIe: 81920MiB (public listings, recalled).

@@ -1,0 +1,83 @@
+"""Every chapter as a reader sees it, at 1280 px (a laptop) and 390 px (a phone).
+
+- The page itself never scrolls sideways.
+- At 1280 px every display equation fits the text column; on a phone a wide one may scroll inside its own box,
+  never be cut off.
+- Every figure a chapter draws is numbered and captioned.
+- No plumbing is visible by default: no ``glue(...)``, no nbval markers, no ``getsource`` dumps in a visible
+  code cell.
+"""
+
+from __future__ import annotations
+
+import re
+from urllib.parse import urljoin
+
+import pytest
+
+WIDTHS = {"laptop": 1280, "phone": 390}
+PLUMBING = re.compile(r"\bglue\(|NBVAL_|getsource\(")
+MATHJAX_TIMEOUT_MS = 60_000
+
+
+def _load(page, site_url: str, rel: str, width: int) -> None:
+    page.set_viewport_size({"width": width, "height": 900})
+    response = page.goto(urljoin(site_url, rel), wait_until="load")
+    assert response is not None and response.ok, f"{rel}: HTTP {response.status if response else 'none'}"
+    if page.locator(".math").count():
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise",
+                               timeout=MATHJAX_TIMEOUT_MS)
+        page.evaluate("() => MathJax.startup.promise")
+    page.wait_for_timeout(100)
+
+
+@pytest.mark.parametrize("device", sorted(WIDTHS))
+def test_page_and_equations_fit(page, site_url: str, site_pages: list[str], book_chapter: str, device: str) -> None:
+    rel, width = book_chapter, WIDTHS[device]
+    _load(page, site_url, rel, width)
+    page_width = page.evaluate("() => document.documentElement.scrollWidth")
+    assert page_width <= width + 1, f"{rel} at {width} px: the page scrolls sideways ({page_width} px wide)"
+    # Each display equation: how wide it is, how wide its box is, and whether that box scrolls.
+    equations = page.evaluate(
+        """() => Array.from(document.querySelectorAll('mjx-container[display="true"]')).map(m => {
+            let box = m.parentElement;
+            const text = (box.textContent || '').trim().slice(0, 60);
+            while (box && box.clientWidth === 0) box = box.parentElement;
+            const scrolls = el => el && ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
+            return {need: m.scrollWidth, have: box ? box.clientWidth : 0,
+                    scrolls: scrolls(m) || scrolls(m.parentElement), text};
+        })"""
+    )
+    if device == "laptop":
+        wide = [e for e in equations if e["need"] > e["have"] + 2]
+        assert not wide, f"{rel} at {width} px: {len(wide)} display equations wider than the column, e.g. {wide[:3]}"
+    else:
+        cut = [e for e in equations if e["need"] > e["have"] + 2 and not e["scrolls"]]
+        assert not cut, f"{rel} at {width} px: {len(cut)} wide equations are cut off (no scroll box): {cut[:3]}"
+
+
+def test_every_figure_is_numbered_and_captioned(page, site_url: str, site_pages: list[str], book_chapter: str) -> None:
+    rel = book_chapter
+    _load(page, site_url, rel, WIDTHS["laptop"])
+    bare = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.cell_output img, .output img'))
+            .filter(img => {
+                const fig = img.closest('figure');
+                const cap = fig && fig.querySelector('figcaption');
+                return !(cap && /Fig\\.?\\s*\\d/.test(cap.textContent) && cap.textContent.trim().length > 12);
+            })
+            .map(img => img.getAttribute('src'))"""
+    )
+    assert not bare, f"{rel}: {len(bare)} figures without a number and caption: {bare[:5]}"
+
+
+def test_no_plumbing_is_visible(page, site_url: str, site_pages: list[str], book_chapter: str) -> None:
+    rel = book_chapter
+    _load(page, site_url, rel, WIDTHS["laptop"])
+    visible_code = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.cell_input pre, .cell .highlight pre'))
+            .filter(pre => pre.offsetParent !== null)  // displayed (not inside a collapsed details)
+            .map(pre => pre.textContent)"""
+    )
+    shown = [c.strip().splitlines()[0][:80] for c in visible_code if PLUMBING.search(c)]
+    assert not shown, f"{rel}: {len(shown)} visible code cells show glue/NBVAL/getsource, e.g. {shown[:3]}"
