@@ -37,6 +37,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "setup: .venv ready ($((SECONDS - t0)) s)"
 fi
 
+# The chapters' kernels (book build, nbval, tools/chapters.py) listen on 127.0.0.1 only; ipykernel's warning about
+# unencrypted TCP, printed once per kernel, is about kernels reached over a network. Quiet it in this venv only.
+mkdir -p .venv/etc/ipython
+echo 'c.IPKernelApp.log_level = "ERROR"  # written by tools/setup.sh' > .venv/etc/ipython/ipython_kernel_config.py
+
 if [ "${1:-}" = "--test" ]; then
   if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
     echo "setup: BOOK_SKIP_BROWSER=1: no browser set up; the browser tests will be skipped"
