@@ -26,12 +26,13 @@ want=$(.venv/bin/python -c 'import hashlib, sys; print(hashlib.sha256(b"".join(o
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   t0=$SECONDS
   echo "setup: installing requirements.lock into .venv (a few minutes the first time)"
-  .venv/bin/python -m pip install --quiet --upgrade pip
+  .venv/bin/python -m pip install --quiet --upgrade pip > .venv/pip-install.log 2>&1
   # one line per package while it installs (the full log stays in .venv/pip-install.log); pipefail keeps pip's
   # exit status
-  .venv/bin/python -m pip install -r requirements.lock 2>&1 | tee .venv/pip-install.log \
+  .venv/bin/python -m pip install -r requirements.lock 2>&1 | tee -a .venv/pip-install.log \
     | awk '/^(Collecting|Installing collected|Successfully installed|ERROR)/ { print "  " substr($0, 1, 150); fflush() }'
-  .venv/bin/python -m pip install --quiet --no-deps -e .
+  .venv/bin/python -m pip install --quiet --no-deps -e . >> .venv/pip-install.log 2>&1 \
+    || { tail -20 .venv/pip-install.log >&2; echo "setup: installing the book's library failed" >&2; exit 1; }
   .venv/bin/python -c "import jupyter_book, torch, numpy, nbval, lib" || { echo "setup: installation failed" >&2; exit 1; }
   echo "$want" > "$stamp"
   echo "setup: .venv ready ($((SECONDS - t0)) s)"
