@@ -37,7 +37,8 @@ def test_typed_results_are_found(tmp_path: Path, typed: str) -> None:
 
 @pytest.mark.parametrize("fine", [
     "It needs {glue:text}`gb:.2f` GB.", "Run `x = 1.5 * y` first.", "See [v1.2](https://example.org/1.5).",
-    "A $64 \\times 64$ matrix and $7 \\times 10^9$ parameters.", "Published in 2017 (arXiv:1706.03762).",
+    "A $64 \\times 64$ matrix and $7 \\times 10^9$ parameters.", "A row $x \\in \\mathbb{R}^{1 \\times d}$.",
+    "Published in 2017 (arXiv:1706.03762).",
     "Heads: 8, layers: 6.", "```python\nx = 3.14\n```",
 ])
 def test_glued_code_and_shapes_are_not_results(tmp_path: Path, fine: str) -> None:

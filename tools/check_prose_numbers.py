@@ -44,6 +44,7 @@ STRIP = [
     re.compile(r"\b(?:19|20)\d\d[a-z]?\b"),  # years
     re.compile(r"\bv?\d+\.\d+\.\d+\b"),  # versions
     re.compile(r"\d+\s*(?:×|\\times)\s*(?=\d)"),  # shapes "64 × 64" and "7 × 10^9": the product sign is not a factor
+    re.compile(r"\d+\s*\\times\s*(?=[A-Za-z\\{(])"),  # products with a symbol in math: "1 \times d_model"
 ]
 DIRECTIVE_BODY = re.compile(r"```\{(?:exercise|solution-start|solution-end|note|tip|warning|important|admonition)"
                             r"[^\n]*\n(.*?)```", re.S)
