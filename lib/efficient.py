@@ -68,23 +68,26 @@ def sliding_window_mask(n: int, window: int) -> np.ndarray:
     return (j <= i) & (j > i - window)
 
 
-def sliding_window_attention(q: Any, k: Any, v: Any, window: int, scale: float | None = None) -> np.ndarray:
-    """Causal sliding-window attention, forming only the ``n x window`` band of scores.
+def sliding_window_attention(
+    q: Any, k: Any, v: Any, window: int, scale: float | None = None
+) -> np.ndarray:
+    """Causal sliding-window attention, forming only the n x window band of scores.
 
-    Row ``i`` gathers keys ``i - window + 1 .. i`` (those before position 0 are masked), so the result equals
-    ``lib.attention.attention(q, k, v, sliding_window_mask(n, window))[0]`` while computing
-    :func:`sliding_window_pairs` scores instead of ``n**2``.
+    Row ``i`` gathers keys ``i - window + 1 .. i`` (those before 0 are masked):
+    the result equals ``attention(q, k, v, sliding_window_mask(n, window))[0]``
+    with ``sliding_window_pairs(n, window)`` scores instead of ``n**2``.
     """
     q, k, v = _self_attention_inputs(q, k, v)
     window = check_int(window, "window")
     n = q.shape[-2]
     s = default_scale(q.shape[-1]) if scale is None else scale
-    idx = np.arange(n)[:, None] - window + 1 + np.arange(window)[None, :]  # (n, window): key index per slot
-    valid = idx >= 0  # slots before the first token
+    # (n, window): the key index of each slot of each query's band
+    idx = np.arange(n)[:, None] - window + 1 + np.arange(window)[None, :]
+    valid = idx >= 0  # slots before the first token are masked
     idx = np.where(valid, idx, 0)
-    k_band, v_band = k[..., idx, :], v[..., idx, :]  # (..., n, window, d_k), (..., n, window, d_v)
-    scores = np.einsum("...id,...iwd->...iw", q, k_band) * q.dtype.type(s)  # (..., n, window)
-    a = masked_softmax(scores, valid, axis=-1)
+    k_band, v_band = k[..., idx, :], v[..., idx, :]  # (..., n, window, d)
+    scores = np.einsum("...id,...iwd->...iw", q, k_band) * q.dtype.type(s)
+    a = masked_softmax(scores, valid, axis=-1)  # (..., n, window)
     return np.einsum("...iw,...iwd->...id", a, v_band)  # (..., n, d_v)
 
 
@@ -131,16 +134,18 @@ def linear_attention(q: Any, k: Any, v: Any) -> np.ndarray:
 
 
 def causal_linear_attention(q: Any, k: Any, v: Any) -> np.ndarray:
-    """Causal linear attention: the summaries of eq. linear-attention as running sums over ``j <= i``.
+    """Causal linear attention: eq. linear-attention with running sums over j <= i.
 
-    Holds the ``(n, d_k, d_v)`` prefix sums at once, which is clear rather than frugal; a recurrent
-    implementation keeps one ``(d_k, d_v)`` state and updates it token by token."""
+    Holds all ``(n, d_k, d_v)`` prefix sums at once, for clarity; a recurrent
+    implementation keeps one ``(d_k, d_v)`` state and updates it per token.
+    """
     q, k, v = _self_attention_inputs(q, k, v)
-    phi_q, phi_k = elu_feature_map(q), elu_feature_map(k)
-    kv = np.cumsum(phi_k[..., :, :, None] * v[..., :, None, :], axis=-3)  # (..., n, d_k, d_v)
+    phi_q, phi_k = elu_feature_map(q), elu_feature_map(k)  # (..., n, d_k)
+    outer = phi_k[..., :, :, None] * v[..., :, None, :]  # phi(k_j) v_j^T
+    kv = np.cumsum(outer, axis=-3)  # (..., n, d_k, d_v)
     z = np.cumsum(phi_k, axis=-2)  # (..., n, d_k)
-    num = np.einsum("...id,...ide->...ie", phi_q, kv)
-    den = np.sum(phi_q * z, axis=-1, keepdims=True)
+    num = np.einsum("...id,...ide->...ie", phi_q, kv)  # (..., n, d_v)
+    den = np.sum(phi_q * z, axis=-1, keepdims=True)  # (..., n, 1)
     return num / den
 
 

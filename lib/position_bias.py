@@ -41,12 +41,16 @@ def alibi_slopes(n_heads: int) -> np.ndarray:
 
 
 def alibi_bias(n_q: int, n_k: int | None, n_heads: int) -> np.ndarray:
-    """The ``(n_heads, n_q, n_k)`` bias ``m_h * (j - i)``, with query ``i`` at position ``i + n_k - n_q`` (the last
-    ``n_q`` positions, as in :func:`lib.attention.causal_mask`). Entries with ``j > i`` are positive and must be
-    masked (ALiBi is defined for causal attention)."""
+    """ALiBi's bias ``m_h * (j - i)``, shape ``(n_heads, n_q, n_k)``.
+
+    Query ``i`` sits at position ``i + n_k - n_q`` (the last ``n_q`` positions,
+    as in ``lib.attention.causal_mask``). Entries with ``j > i`` are positive
+    and must be masked: ALiBi is defined for causal attention.
+    """
     n_q = check_int(n_q, "n_q", minimum=0)
     n_k = n_q if n_k is None else check_int(n_k, "n_k", minimum=0)
-    offset = np.arange(n_k)[None, :] - (np.arange(n_q)[:, None] + n_k - n_q)  # (n_q, n_k): j - i
+    query_pos = np.arange(n_q)[:, None] + n_k - n_q
+    offset = np.arange(n_k)[None, :] - query_pos  # (n_q, n_k): j - i
     return alibi_slopes(n_heads)[:, None, None] * offset[None]
 
 

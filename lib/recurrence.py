@@ -61,10 +61,13 @@ def rnn_forward(x: Any, w_xh: Any, w_hh: Any) -> np.ndarray:
 
 
 def rnn_jacobians(h: Any, w_hh: Any) -> np.ndarray:
-    r"""The step Jacobians :math:`J_t = \operatorname{diag}(1 - h_t^2) W_{hh}^\top` for ``t = 1 .. n-1``
-    (0-based rows of ``h``), shape ``(n - 1, d, d)``; ``J[t-1]`` maps a change of ``h[t-1]`` to ``h[t]``."""
+    r"""Step Jacobians of eq. rnn-step, shape ``(n - 1, d, d)``.
+
+    ``J[t-1] = diag(1 - h_t^2) W_hh^T`` maps a change of ``h[t-1]`` to ``h[t]``
+    (column-vector convention: the transpose of the book's row-vector J_t).
+    """
     h, w_hh = as_float_array(h, "h"), as_float_array(w_hh, "w_hh")
-    return (1.0 - h[1:, :, None] ** 2) * w_hh.T[None]
+    return (1.0 - h[1:, :, None] ** 2) * w_hh.T[None]  # (n - 1, d, d)
 
 
 def jacobian_chain_norms(jacobians: Any) -> np.ndarray:
