@@ -3,6 +3,7 @@
 #
 #   lint           ruff over lib, tests, tools, benchmarks and the chapters
 #   stale-outputs  every chapter's stored outputs were computed from the tree's lib/, lock file and code
+#   prose-numbers  no result is typed by hand into a chapter's prose (glued, or an allow-listed input)
 #   lib-tests      pytest over the library (and the checks of the tools themselves)
 #   nbval          every chapter re-executed on this machine, every stored output compared
 #   nbval-other    the same on a simulated other machine: other CPU kernels and thread count
@@ -46,6 +47,7 @@ fi
 
 step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
 step stale-outputs "$PY" tools/chapters.py check
+step prose-numbers "$PY" tools/check_prose_numbers.py
 step lib-tests "$PY" -m pytest -q tests -m "not browser and not pdf"
 step nbval bash tools/nbval.sh
 step nbval-other bash tools/other_machine.sh bash tools/nbval.sh
