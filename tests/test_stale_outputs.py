@@ -178,6 +178,30 @@ def test_chapter_digest_covers_lib_lock_and_code(tmp_path: Path) -> None:
     assert len(ch.stale_chapters([path], tmp_path)) == 1
 
 
+def test_local_package_change_reexecutes_only_its_importer(tmp_path: Path) -> None:
+    """A chapter importing a package from its own folder is stale after an edit there; a chapter that does not
+    import it is not."""
+    ch = _load_tool(ROOT, "chapters")
+    path = _digest_book(tmp_path)
+    pkg = tmp_path / "chapters" / "helpers"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("X = 1\n")
+    importer = tmp_path / "chapters" / "b.ipynb"
+    nb_b = nbformat.v4.new_notebook()
+    nb_b.cells = [nbformat.v4.new_code_cell("import helpers\nprint(helpers.X)")]
+    for p, nb in ((path, nbformat.read(path, as_version=4)), (importer, nb_b)):
+        nb.metadata["book"] = {"inputs_digest": ch.chapter_digest(nb, tmp_path, chapter_dir=p.parent)}
+        nbformat.write(nb, p)
+    assert ch.stale_chapters([path, importer], tmp_path) == []
+    (pkg / "__init__.py").write_text("X = 2\n")
+    problems = ch.stale_chapters([path, importer], tmp_path)
+    assert len(problems) == 1 and problems[0].startswith("chapters/b.ipynb: stored outputs were computed")
+    (pkg / "__pycache__").mkdir()
+    (pkg / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    (pkg / "__init__.py").write_text("X = 1\n")
+    assert ch.stale_chapters([path, importer], tmp_path) == []
+
+
 def test_pycache_does_not_change_the_digest(tmp_path: Path) -> None:
     ch = _load_tool(ROOT, "chapters")
     _digest_book(tmp_path)

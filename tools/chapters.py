@@ -6,7 +6,9 @@ metadata (``metadata.book.inputs_digest``) a SHA-256 over
 
 - every file under ``lib/`` (not only ``*.py``: ``lib/web/planner.js`` is embedded in a chapter),
 - the locked requirements (``requirements.lock``, ``requirements.txt``, ``pyproject.toml``),
-- the chapter's own code cells (a figure is not compared by nbval, so a code edit must re-execute).
+- the chapter's own code cells (a figure is not compared by nbval, so a code edit must re-execute),
+- every file of a local package or module the chapter imports from its own folder (``import errata`` in a
+  chapter under ``chapters/`` reads ``chapters/errata/``), so that an edit there re-executes that chapter only.
 
 ``check`` recomputes the digests and fails, naming each stale chapter, when one differs; the test suite runs
 it (``tests/test_stale_outputs.py``), so a stale figure cannot reach the book.
@@ -56,13 +58,38 @@ def inputs_digest(root: Path = ROOT) -> str:
     return h.hexdigest()
 
 
-def chapter_digest(nb, root: Path = ROOT, inputs: str | None = None) -> str:
-    """The digest a chapter's stored outputs must carry: the shared inputs plus the notebook's code cells."""
+IMPORT_RE = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", flags=re.M)
+
+
+def local_imports(nb, chapter_dir: Path) -> list[Path]:
+    """The files of the packages and modules a chapter imports from its own folder, sorted."""
+    files: set[Path] = set()
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for name in IMPORT_RE.findall(cell.source):
+            if (chapter_dir / f"{name}.py").is_file():
+                files.add(chapter_dir / f"{name}.py")
+            elif (chapter_dir / name).is_dir():
+                files.update(
+                    p for p in (chapter_dir / name).rglob("*")
+                    if p.is_file() and "__pycache__" not in p.parts and p.suffix not in {".pyc", ".pyo"}
+                )
+    return sorted(files)
+
+
+def chapter_digest(nb, root: Path = ROOT, inputs: str | None = None, chapter_dir: Path | None = None) -> str:
+    """The digest a chapter's stored outputs must carry: the shared inputs, the notebook's code cells and the
+    local packages those cells import (``chapter_dir``, default ``chapters/``, is where they are looked up)."""
+    chapter_dir = chapter_dir or root / "chapters"
     h = hashlib.sha256((inputs or inputs_digest(root)).encode())
     for cell in nb.cells:
         if cell.cell_type == "code":
             h.update(b"\0code\0")
             h.update(cell.source.encode())
+    for p in local_imports(nb, chapter_dir):
+        h.update(b"\0local\0" + p.relative_to(chapter_dir).as_posix().encode() + b"\0")
+        h.update(p.read_bytes())
     return h.hexdigest()
 
 
@@ -82,7 +109,7 @@ def stale_chapters(paths: list[Path], root: Path = ROOT) -> list[str]:
     for path in paths:
         nb = nbformat.read(path, as_version=4)
         stored = nb.metadata.get(METADATA_KEY, {}).get("inputs_digest")
-        want = chapter_digest(nb, root, inputs)
+        want = chapter_digest(nb, root, inputs, path.parent)
         rel = path.relative_to(root) if path.is_relative_to(root) else path
         if stored is None:
             problems.append(f"{rel}: no inputs digest stored; execute it with `python tools/chapters.py execute {rel}`")
@@ -113,7 +140,7 @@ def execute(paths: list[Path], root: Path = ROOT, timeout: int = 900) -> int:
             print(f" FAILED after {time.perf_counter() - t0:.0f} s\n{exc}", flush=True)
             failed += 1
             continue
-        nb.metadata[METADATA_KEY] = {"inputs_digest": chapter_digest(nb, root)}
+        nb.metadata[METADATA_KEY] = {"inputs_digest": chapter_digest(nb, root, chapter_dir=path.parent)}
         nbformat.write(nb, path)
         print(f" {time.perf_counter() - t0:.0f} s", flush=True)
     return 1 if failed else 0
