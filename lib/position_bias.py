@@ -7,6 +7,8 @@ offset :math:`j - i`, never on the absolute positions, and they add nothing to t
 :math:`j \le i` (a causal model masks :math:`j > i`), with slopes a geometric sequence
 :math:`m_h = 2^{-8h/H}`, :math:`h = 1, \dots, H` (for :math:`H` a power of two; otherwise the paper takes the
 slopes of the nearest smaller power of two and every other slope of the next larger one). No parameters.
+The paper defines ALiBi for causal attention only; without a causal mask (an encoder) the library uses the
+symmetric penalty :math:`b_{ij} = -m_h |j - i|` (:func:`alibi_bias_symmetric`).
 
 **T5 relative buckets** (Raffel et al. 2020): the offset is mapped to one of ``num_buckets`` buckets, exact for
 small offsets, logarithmically spaced up to ``max_distance``, and one bucket for every offset beyond it; each
@@ -22,7 +24,7 @@ import numpy as np
 
 from ._validate import check_bool, check_int
 
-__all__ = ["alibi_slopes", "alibi_bias", "t5_relative_bucket"]
+__all__ = ["alibi_slopes", "alibi_bias", "alibi_bias_symmetric", "t5_relative_bucket"]
 
 
 def alibi_slopes(n_heads: int) -> np.ndarray:
@@ -52,6 +54,21 @@ def alibi_bias(n_q: int, n_k: int | None, n_heads: int) -> np.ndarray:
     query_pos = np.arange(n_q)[:, None] + n_k - n_q
     offset = np.arange(n_k)[None, :] - query_pos  # (n_q, n_k): j - i
     return alibi_slopes(n_heads)[:, None, None] * offset[None]
+
+
+def alibi_bias_symmetric(n_q: int, n_k: int | None, n_heads: int) -> np.ndarray:
+    """ALiBi's bias for attention without a causal mask, ``-m_h * |j - i|``, shape ``(n_heads, n_q, n_k)``.
+
+    Query ``i`` sits at position ``i`` and key ``j`` at position ``j``: both sequences start at position 0
+    (unlike :func:`alibi_bias`, whose queries are the last ``n_q`` of the keys' positions). For an encoder's
+    self-attention ``n_q = n_k`` and the bias is ``-|alibi_bias(n, n, H)|``: the causal bias mirrored above the
+    diagonal. Between two sequences (an encoder-decoder's cross-attention) it lays query position ``i`` beside
+    key position ``i``, a diagonal alignment. Every entry is ``<= 0``: nothing needs masking.
+    """
+    n_q = check_int(n_q, "n_q", minimum=0)
+    n_k = n_q if n_k is None else check_int(n_k, "n_k", minimum=0)
+    distance = np.abs(np.arange(n_k)[None, :] - np.arange(n_q)[:, None])  # (n_q, n_k): |j - i|
+    return -alibi_slopes(n_heads)[:, None, None] * distance[None]
 
 
 def _large_bucket(r: int, max_exact: int, n_log: int, max_distance: int) -> int:

@@ -1,12 +1,20 @@
 """Tests of lib.pt.model and lib.pt.train: the reversal data, the masks, the full model's causal and padding
-invariances, greedy decoding against teacher forcing, a short training run that must lower the loss, errors."""
+invariances, greedy decoding against teacher forcing, a short training run that must lower the loss, errors;
+the position variants (learned table, ALiBi biases against the NumPy reference, the additive logit bias of
+lib.pt.multihead that carries them)."""
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 import torch
 
-from lib.pt.model import Seq2SeqTransformer, padding_only_mask, source_mask, target_mask
+import lib.attention as npa
+import lib.position_bias as pb
+import lib.softmax as nps
+from lib.pt.blocks import PreLNEncoderBlock
+from lib.pt.model import POSITIONAL, Seq2SeqTransformer, padding_only_mask, source_mask, target_mask
+from lib.pt.multihead import MultiHeadAttention, attention_with_bias
 from lib.pt.train import (
     BOS,
     EOS,
@@ -130,15 +138,196 @@ def test_bad_inputs_raise_clear_errors():
     model = _model()
     with pytest.raises(ValueError, match=r"src must be an int64 tensor of token ids \(B, n\)"):
         model(torch.zeros(2, 3), torch.zeros(2, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="exceeds max_len=32"):
+    with pytest.raises(ValueError, match="src has sequence length 40, which exceeds max_len=32"):
         model.encode(torch.ones(1, 40, dtype=torch.long), None)
     with pytest.raises(ValueError, match="norm must be 'post' or 'pre'"):
         Seq2SeqTransformer(VOCAB_SIZE, 16, 2, 32, 1, norm="middle")
-    with pytest.raises(ValueError, match="positional must be"):
-        Seq2SeqTransformer(VOCAB_SIZE, 16, 2, 32, 1, positional="learned")
+    with pytest.raises(ValueError, match="positional must be one of 'sinusoidal', 'learned', 'alibi', 'none',"
+                                         " got 'rope'"):
+        Seq2SeqTransformer(VOCAB_SIZE, 16, 2, 32, 1, positional="rope")
     with pytest.raises(ValueError, match="pad_id must lie in"):
         Seq2SeqTransformer(VOCAB_SIZE, 16, 2, 32, 1, pad_id=VOCAB_SIZE)
     with pytest.raises(ValueError, match="need 1 <= min_len <= max_len"):
         reversal_batch(4, 5, 3, torch.Generator())
     with pytest.raises(ValueError, match="steps must be a positive int"):
         train(model, 0)
+
+
+# ---------------------------------------------------------------- position variants
+
+
+def _variant(positional, **kw):
+    torch.manual_seed(0)
+    kw = {"max_len": 32, **kw}
+    return Seq2SeqTransformer(VOCAB_SIZE, 16, 4, 32, 2, positional=positional, **kw).double().eval()
+
+
+def test_the_position_variants_are_the_ones_documented():
+    assert POSITIONAL == ("sinusoidal", "learned", "alibi", "none")
+    p = {v: sum(t.numel() for t in _variant(v).parameters()) for v in POSITIONAL}
+    assert p["learned"] == p["sinusoidal"] + 32 * 16  # one trainable row of d_model per position
+    assert p["alibi"] == p["none"] == p["sinusoidal"]  # ALiBi has no parameters
+    assert isinstance(_variant("learned").pe, torch.nn.Parameter) and _variant("alibi").pe is None
+
+
+def test_learned_table_refuses_a_longer_input_naming_the_argument():
+    model = _variant("learned", max_len=8)
+    tgt = torch.tensor([[BOS, 4, 5]])
+    long_src = torch.full((1, 9), 5)
+    with pytest.raises(ValueError, match=r"src has 9 positions but the learned position table has max_len=8 rows"):
+        model(long_src, tgt, source_mask(long_src, PAD), target_mask(tgt, PAD))
+    long_tgt = torch.full((1, 10), 5)
+    with pytest.raises(ValueError, match=r"tgt_in has 10 positions .* positions 8\.\.9 have no embedding"):
+        model(tgt, long_tgt, source_mask(tgt, PAD), target_mask(long_tgt, PAD))
+    with torch.no_grad():  # length max_len itself is fine
+        assert model(long_src[:, :8], tgt, None, None).shape == (1, 3, VOCAB_SIZE)
+
+
+def test_alibi_has_no_length_limit():
+    model = _variant("alibi", max_len=8)
+    src = torch.full((2, 40), 5)
+    tgt = torch.full((2, 41), 6)
+    with torch.no_grad():
+        assert model(src, tgt, source_mask(src, PAD), target_mask(tgt, PAD)).shape == (2, 41, VOCAB_SIZE)
+
+
+def _np_softmax_weights(bias, mask):
+    full = np.broadcast_shapes(bias.shape, mask.shape)
+    return nps.masked_softmax(np.broadcast_to(bias, full), mask, axis=-1)
+
+
+def test_alibi_model_biases_are_the_numpy_reference():
+    # With W_Q = 0 and b_Q = 0 every content logit is 0, so each attention's weights are the masked softmax of its
+    # bias alone: captured from the running model, they must be those of lib.position_bias's biases.
+    model = _variant("alibi")
+    for block in (*model.encoder, *model.decoder):
+        attns = [block.self_attn] + ([block.cross_attn] if hasattr(block, "cross_attn") else [])
+        for attn in attns:
+            torch.nn.init.zeros_(attn.w_q.weight)
+            torch.nn.init.zeros_(attn.w_q.bias)
+    caught = {}
+    hooks = [m.register_forward_hook(lambda mod, inp, out, key=key: caught.__setitem__(key, out[1]))
+             for key, m in (("enc", model.encoder[1].self_attn), ("dec", model.decoder[0].self_attn),
+                            ("cross", model.decoder[1].cross_attn))]
+    src = torch.tensor([[4, 5, 6, 7, 8, PAD], [9, 4, 5, PAD, PAD, PAD]])
+    tgt = torch.tensor([[BOS, 4, 5, 6], [BOS, 9, 4, PAD]])
+    with torch.no_grad():
+        model(src, tgt, source_mask(src, PAD), target_mask(tgt, PAD))
+    for hk in hooks:
+        hk.remove()
+    h, sm, tm = 4, source_mask(src, PAD).numpy(), target_mask(tgt, PAD).numpy()
+    want = {
+        "enc": _np_softmax_weights(pb.alibi_bias_symmetric(6, 6, h)[None], sm),
+        "dec": _np_softmax_weights(pb.alibi_bias(4, 4, h)[None], tm),
+        "cross": _np_softmax_weights(pb.alibi_bias_symmetric(4, 6, h)[None], sm),
+    }
+    for key, w in want.items():
+        np.testing.assert_allclose(caught[key].numpy(), np.broadcast_to(w, caught[key].shape), rtol=0, atol=1e-12,
+                                   err_msg=key)
+    # the decoder's bias is causal ALiBi: below the diagonal it is the symmetric one, and it is no bias at all
+    assert not np.allclose(want["dec"], _np_softmax_weights(np.zeros((h, 4, 4))[None], tm))
+
+
+def test_symmetric_encoder_bias_cannot_see_direction_so_cross_attention_gets_one():
+    # |j - i| is unchanged when both positions are mirrored: the ALiBi encoder maps a reversed source to its
+    # reversed output. Cross-attention without a bias would then see the same set either way; its diagonal bias
+    # makes the model's outputs depend on the direction.
+    model = _variant("alibi")
+    src = torch.tensor([[4, 9, 5, 5, 7, 3]])
+    flipped = src.flip(1)
+    with torch.no_grad():
+        mem, mem_f = model.encode(src, None), model.encode(flipped, None)
+        torch.testing.assert_close(mem_f, mem.flip(1), rtol=0, atol=1e-12)
+        tgt = torch.tensor([[BOS, 4, 9]])
+        a = model(src, tgt, None, target_mask(tgt, PAD))
+        b = model(flipped, tgt, None, target_mask(tgt, PAD))
+    assert (a - b).abs().max() > 1e-3
+    sin = _variant("sinusoidal")  # an absolute encoding is not mirror-symmetric at all
+    with torch.no_grad():
+        assert (sin.encode(flipped, None) - sin.encode(src, None).flip(1)).abs().max() > 1e-2
+
+
+def test_alibi_encoder_is_shift_invariant_where_sinusoids_are_not():
+    # ALiBi depends on offsets only: the same tokens after k padding tokens (masked out) give the same outputs.
+    # (Padding in front is not a realistic input; it isolates the one property.)
+    src = torch.tensor([[5, 8, 4, 6]])
+    shifted = torch.cat([torch.full((1, 3), PAD), src], dim=1)
+    for positional, same in (("alibi", True), ("sinusoidal", False)):
+        model = _variant(positional)
+        with torch.no_grad():
+            a = model.encode(src, source_mask(src, PAD))
+            b = model.encode(shifted, source_mask(shifted, PAD))[:, 3:]
+        assert torch.allclose(a, b, rtol=0, atol=1e-12) == same, positional
+
+
+@pytest.mark.parametrize("positional", ["learned", "alibi"])
+def test_variant_overfits_a_tiny_batch_and_every_parameter_gets_a_gradient(positional):
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(VOCAB_SIZE, 32, 2, 64, 1, positional=positional, max_len=12)
+    b = reversal_batch(8, 3, 5, torch.Generator().manual_seed(4))
+    sm, tm = source_mask(b.src, PAD), target_mask(b.tgt_in, PAD)
+    loss = loss_fn(model(b.src, b.tgt_in, sm, tm), b.tgt_out)
+    loss.backward()
+    for name, p in model.named_parameters():
+        if name == "pe":  # rows 0 .. n_tgt - 1 are used, the rest of the table gets exactly no gradient
+            n_used = b.tgt_in.shape[1]
+            assert (p.grad[:n_used].abs().sum(dim=1) > 0).all() and (p.grad[n_used:] == 0).all()
+        else:
+            assert p.grad is not None and p.grad.abs().sum() > 0, name
+    opt = torch.optim.Adam(model.parameters(), lr=3e-3)
+    first = float(loss.detach())
+    for _ in range(100):
+        opt.zero_grad()
+        loss = loss_fn(model(b.src, b.tgt_in, sm, tm), b.tgt_out)
+        loss.backward()
+        opt.step()
+    assert float(loss.detach()) < 0.02 * first, (first, float(loss.detach()))
+    assert evaluate(model, b).generated_sequence_acc == 1.0
+
+
+# ---------------------------------------------------------------- the additive logit bias (lib.pt.multihead)
+
+
+def test_a_zero_bias_changes_nothing_bit_for_bit():
+    torch.manual_seed(1)
+    mha = MultiHeadAttention(16, 4).double()
+    x, mem = torch.randn(2, 5, 16, dtype=torch.float64), torch.randn(2, 7, 16, dtype=torch.float64)
+    mask = torch.rand(2, 1, 5, 7) < 0.7
+    mask[..., 0] = True
+    plain = mha(x, mem, mask)
+    zero = mha(x, mem, mask, torch.zeros(4, 5, 7, dtype=torch.float64))
+    assert torch.equal(plain[0], zero[0]) and torch.equal(plain[1], zero[1])
+    block = PreLNEncoderBlock(16, 4, 32).double()
+    assert torch.equal(block(x), block(x, None, torch.zeros(4, 5, 5, dtype=torch.float64)))
+
+
+def test_attention_with_bias_against_numpy():
+    rng = np.random.default_rng(3)
+    q, k, v = rng.normal(size=(2, 3, 4, 8)), rng.normal(size=(2, 3, 6, 8)), rng.normal(size=(2, 3, 6, 5))
+    bias = pb.alibi_bias_symmetric(4, 6, 3)  # (h, n_q, n_k)
+    mask = npa.causal_mask(4, 6)
+    want_a = nps.masked_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(8) + bias, mask, axis=-1)
+    o, a = attention_with_bias(*(torch.from_numpy(t) for t in (q, k, v, bias)), torch.from_numpy(mask))
+    np.testing.assert_allclose(a.numpy(), want_a, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(o.numpy(), want_a @ v, rtol=0, atol=1e-12)
+    # and the bias matters: without it the weights differ
+    assert np.abs(nps.masked_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(8), mask, axis=-1) - want_a).max() > 1e-2
+
+
+def test_bad_biases_raise_clear_errors():
+    mha = MultiHeadAttention(8, 2).double()
+    x = torch.randn(1, 3, 8, dtype=torch.float64)
+    with pytest.raises(TypeError, match="bias must be a floating torch.Tensor, got ndarray"):
+        mha(x, None, None, np.zeros((2, 3, 3)))
+    with pytest.raises(TypeError, match=r"bias must have a floating dtype, got int64 \(shape \(2, 3, 3\)\)"):
+        mha(x, None, None, torch.zeros(2, 3, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="bias has dtype float32 on cpu but x_q has dtype float64 on cpu"):
+        mha(x, None, None, torch.zeros(2, 3, 3))
+    with pytest.raises(ValueError, match=r"bias of shape \(3, 3, 3\) does not broadcast to the scores' shape"
+                                         r" \(1, 2, 3, 3\) \(\.\.\., h, n_q, n_k\)"):
+        mha(x, None, None, torch.zeros(3, 3, 3, dtype=torch.float64))
+    bad = torch.zeros(2, 3, 3, dtype=torch.float64)
+    bad[1, 2, 0] = -float("inf")
+    with pytest.raises(ValueError, match=r"bias contains a non-finite value \(-inf\) at \[1, 2, 0\].*with the boolean"
+                                         " mask, not with -inf"):
+        mha(x, None, None, bad)

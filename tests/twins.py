@@ -29,6 +29,7 @@ import lib.attention as npa
 import lib.ffn as npf
 import lib.multihead as npm
 import lib.norms as npn
+import lib.position_bias as npb
 import lib.positional as npp
 import lib.pt.attention as pta
 import lib.pt.ffn as ptf
@@ -321,6 +322,34 @@ TWINS: tuple[Twin, ...] = (
     ),
     Twin("apply_rope_halves", npp.apply_rope_halves, ptp.apply_rope_halves, lambda r: (_n(r, 2, 5, 6),),
          grad_args=(0,)),
+    # ---------------------------------------------------------------- positions as biases (lib.position_bias)
+    # the torch twins live in lib.pt.positional; wrapped for a float64 result (their default dtype is float32)
+    Twin(
+        "alibi_slopes", npb.alibi_slopes, lambda h: ptp.alibi_slopes(h, dtype=torch.float64), lambda r: (6,),
+        low_precision=False,
+        bad=(Bad((0,), ValueError, "n_heads must be a positive int, got 0"),
+             Bad((4.0,), TypeError, "n_heads must be an int, got float")),
+    ),
+    Twin(
+        "alibi_bias", npb.alibi_bias, lambda q, k, h: ptp.alibi_bias(q, k, h, dtype=torch.float64),
+        lambda r: (3, 7, 6), low_precision=False,
+        bad=(Bad((-1, 4, 2), ValueError, "n_q must be a non-negative int, got -1"),
+             Bad((3, 2.0, 2), TypeError, "n_k must be an int, got float"),
+             Bad((3, None, 0), ValueError, "n_heads must be a positive int, got 0")),
+    ),
+    Twin("alibi_bias[n_k=None]", npb.alibi_bias, lambda q, k, h: ptp.alibi_bias(q, k, h, dtype=torch.float64),
+         lambda r: (5, None, 8), low_precision=False),
+    Twin(
+        "alibi_bias_symmetric", npb.alibi_bias_symmetric,
+        lambda q, k, h: ptp.alibi_bias_symmetric(q, k, h, dtype=torch.float64), lambda r: (4, 9, 4),
+        low_precision=False,
+        bad=(Bad((2.0, 4, 2), TypeError, "n_q must be an int, got float"),
+             Bad((3, -2, 2), ValueError, "n_k must be a non-negative int, got -2"),
+             Bad((3, 3, -1), ValueError, "n_heads must be a positive int, got -1")),
+    ),
+    Twin("alibi_bias_symmetric[n_q > n_k]", npb.alibi_bias_symmetric,
+         lambda q, k, h: ptp.alibi_bias_symmetric(q, k, h, dtype=torch.float64), lambda r: (6, 3, 2),
+         low_precision=False),
     # ---------------------------------------------------------------- tiled attention (lib.tiled)
     Twin(
         "tiled_attention", nt.tiled_attention, ptt.tiled_attention, _qkv, {"block_size": 2},

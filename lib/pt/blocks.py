@@ -5,7 +5,9 @@ Every block is made of :class:`lib.pt.multihead.MultiHeadAttention`, :class:`lib
 (decoder input ``(B, n_tgt, d_model)``), encoder output ``memory (B, n_src, d_model)``; masks are boolean,
 broadcastable to ``(B, h, n_q, n_k)``, True = may attend (:mod:`lib.constants`); build them with
 :func:`lib.pt.attention.causal_mask` and :func:`lib.pt.attention.padding_mask` (``[:, None]`` adds the head
-axis).
+axis). Each attention sub-layer also takes an optional additive ``bias`` on its scaled logits, a float tensor
+broadcastable to ``(B, h, n_q, n_k)`` (ALiBi's ``(h, n_q, n_k)``; see
+:func:`lib.pt.multihead.multi_head_attention`); None (the default) leaves the block as it was.
 
 The two placements of the LayerNorm around a sub-layer ``F`` (attention or FFN) are separate classes:
 
@@ -90,10 +92,12 @@ class _EncoderBlock(_Block):
                  eps: float = DEFAULT_EPS, dropout: float = 0.0, bias: bool = True):
         super().__init__(d_model, n_heads, d_ff, 2, activation, eps, dropout, bias)
 
-    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None) -> torch.Tensor:
-        """``x (B, n, d_model) -> (B, n, d_model)``; ``mask`` (e.g. key padding ``(B, 1, 1, n)``) or None."""
+    def forward(self, x: torch.Tensor, mask: torch.Tensor | None = None,
+                bias: torch.Tensor | None = None) -> torch.Tensor:
+        """``x (B, n, d_model) -> (B, n, d_model)``; ``mask`` (e.g. key padding ``(B, 1, 1, n)``) or None;
+        ``bias`` added to the self-attention's scaled logits (e.g. ALiBi's ``(h, n, n)``) or None."""
         _check_x(x, self.d_model, "x")
-        x = self.sublayer(x, self.norms[0], lambda t: self.self_attn(t, t, mask)[0])  # (B, n, d_model)
+        x = self.sublayer(x, self.norms[0], lambda t: self.self_attn(t, t, mask, bias)[0])  # (B, n, d_model)
         return self.sublayer(x, self.norms[1], self.ffn)  # (B, n, d_model)
 
 
@@ -104,19 +108,22 @@ class _DecoderBlock(_Block):
         self.cross_attn = MultiHeadAttention(d_model, n_heads, bias=bias)
 
     def forward(self, x: torch.Tensor, memory: torch.Tensor, self_mask: torch.Tensor | None = None,
-                memory_mask: torch.Tensor | None = None) -> torch.Tensor:
+                memory_mask: torch.Tensor | None = None, self_bias: torch.Tensor | None = None,
+                memory_bias: torch.Tensor | None = None) -> torch.Tensor:
         """``x (B, n_tgt, d_model)``, ``memory (B, n_src, d_model) -> (B, n_tgt, d_model)``.
 
         ``self_mask`` (causal and target padding, to ``(B, h, n_tgt, n_tgt)``) guards the masked
         self-attention; ``memory_mask`` (source key padding, ``(B, 1, 1, n_src)``) the cross-attention,
-        whose queries come from the decoder and keys and values from ``memory``.
+        whose queries come from the decoder and keys and values from ``memory``. ``self_bias`` (to
+        ``(B, h, n_tgt, n_tgt)``) and ``memory_bias`` (to ``(B, h, n_tgt, n_src)``) are added to the scaled
+        logits of the two attentions, or None.
         """
         _check_x(x, self.d_model, "x")
         _check_x(memory, self.d_model, "memory")
         if memory.shape[0] != x.shape[0]:
             raise ValueError(f"memory has batch {memory.shape[0]} but x has batch {x.shape[0]}")
-        x = self.sublayer(x, self.norms[0], lambda t: self.self_attn(t, t, self_mask)[0])
-        x = self.sublayer(x, self.norms[1], lambda t: self.cross_attn(t, memory, memory_mask)[0])
+        x = self.sublayer(x, self.norms[0], lambda t: self.self_attn(t, t, self_mask, self_bias)[0])
+        x = self.sublayer(x, self.norms[1], lambda t: self.cross_attn(t, memory, memory_mask, memory_bias)[0])
         return self.sublayer(x, self.norms[2], self.ffn)  # (B, n_tgt, d_model)
 
 

@@ -3,6 +3,10 @@
 Same formulas (eq. sinusoidal, eq. rope), same interleaved pairing, same argument checks. Angles are
 computed in float64 on the target device (float32 where the device has no float64, e.g. Apple MPS) and
 cast to the result's dtype at the end.
+
+Also the torch twins of ALiBi's biases (:mod:`lib.position_bias`, eq. alibi): :func:`alibi_slopes`,
+:func:`alibi_bias` (causal) and :func:`alibi_bias_symmetric` (no causal mask), which
+:class:`lib.pt.model.Seq2SeqTransformer` adds to its attention logits with ``positional="alibi"``.
 """
 
 from __future__ import annotations
@@ -11,10 +15,12 @@ from typing import Any
 
 import torch
 
+from ..position_bias import alibi_slopes as np_alibi_slopes
 from ..positional import check_base, check_width
 from ._validate import as_float_tensor, check_finite, check_int, dtype_name
 
-__all__ = ["sinusoid_frequencies", "sinusoidal_encoding", "rope_angles", "apply_rope", "apply_rope_halves"]
+__all__ = ["sinusoid_frequencies", "sinusoidal_encoding", "rope_angles", "apply_rope", "apply_rope_halves",
+           "alibi_slopes", "alibi_bias", "alibi_bias_symmetric"]
 
 
 def _angle_dtype(device: torch.device | str | None) -> torch.dtype:
@@ -114,3 +120,46 @@ def apply_rope_halves(x: Any, positions: Any | None = None, base: float = 10000.
     half = x.shape[-1] // 2
     x0, x1 = x[..., :half], x[..., half:]
     return torch.cat([x0 * c - x1 * s, x0 * s + x1 * c], dim=-1)
+
+
+def alibi_slopes(
+    n_heads: int, *, dtype: torch.dtype = torch.float32, device: torch.device | str | None = None
+) -> torch.Tensor:
+    """ALiBi's ``n_heads`` slopes, steepest first; see :func:`lib.position_bias.alibi_slopes`.
+
+    The slopes are constants (powers of two, or the paper's interleaving), taken from the NumPy reference in
+    float64 and cast to ``dtype`` on ``device``, as :func:`lib.pt.attention.causal_mask` takes its mask.
+    """
+    return torch.from_numpy(np_alibi_slopes(n_heads)).to(device=device, dtype=dtype)
+
+
+def _alibi_offsets(n_q: int, n_k: int | None, n_heads: int, query_shift: bool,
+                   device: torch.device | str | None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The slopes ``(n_heads,)`` and the offsets ``j - i`` ``(n_q, n_k)``, in the angle dtype of ``device``."""
+    n_q = check_int(n_q, "n_q", minimum=0)
+    n_k = n_q if n_k is None else check_int(n_k, "n_k", minimum=0)
+    slopes = alibi_slopes(n_heads, dtype=_angle_dtype(device), device=device)  # checks n_heads
+    query_pos = torch.arange(n_q, dtype=slopes.dtype, device=device)[:, None] + (n_k - n_q if query_shift else 0)
+    offset = torch.arange(n_k, dtype=slopes.dtype, device=device)[None, :] - query_pos  # (n_q, n_k): j - i
+    return slopes, offset
+
+
+def alibi_bias(
+    n_q: int, n_k: int | None, n_heads: int, *, dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """ALiBi's causal bias ``m_h * (j - i)``, shape ``(n_heads, n_q, n_k)``, query ``i`` at position
+    ``i + n_k - n_q``; entries above the diagonal are positive and must be masked. See
+    :func:`lib.position_bias.alibi_bias`. Computed in float64 (float32 on MPS), cast to ``dtype``."""
+    slopes, offset = _alibi_offsets(n_q, n_k, n_heads, True, device)
+    return (slopes[:, None, None] * offset[None]).to(dtype)
+
+
+def alibi_bias_symmetric(
+    n_q: int, n_k: int | None, n_heads: int, *, dtype: torch.dtype = torch.float32,
+    device: torch.device | str | None = None,
+) -> torch.Tensor:
+    """ALiBi's bias without a causal mask, ``-m_h * |j - i|``, shape ``(n_heads, n_q, n_k)``, both sequences
+    starting at position 0. See :func:`lib.position_bias.alibi_bias_symmetric`."""
+    slopes, offset = _alibi_offsets(n_q, n_k, n_heads, False, device)
+    return (-slopes[:, None, None] * offset.abs()[None]).to(dtype)
