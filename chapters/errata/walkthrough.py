@@ -221,7 +221,7 @@ def attention_formula(review: Review) -> None:
     o_torch = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(m) for m in (q, k, v)))
     _add(review, 7, "Scope", "Attention computes $\\operatorname{softmax}(QK^\\top/\\sqrt{d_k})\\,V$.", "correct",
          f"`lib.attention.attention` and the formula written out: {agree(o_lib, o_formula, ROUNDOFF)}; against "
-         f"`torch.nn.functional.scaled_dot_product_attention`: {agree(o_lib, o_torch, ROUNDOFF)} (6 tokens, "
+         f"PyTorch's `scaled_dot_product_attention`: {agree(o_lib, o_torch, ROUNDOFF)} (6 tokens, "
          "$d_k = 8$, float64)", "notation")
 
 
@@ -869,12 +869,13 @@ def sum_zero_algebra(review: Review) -> None:
     row_dot = sum(ai * dai for ai, dai in zip(a, da, strict=True))
     total = sum(ai * (dai - row_dot) for ai, dai in zip(a, da, strict=True))
     factored = sp.factor(total)
-    assert sp.simplify(total - row_dot * (1 - sum(a))) == 0
+    assert sp.simplify(total - row_dot * (1 - sum(a))) == 0 and sp.simplify(factored + row_dot * (sum(a) - 1)) == 0
     assert sp.simplify(total.subs(a[2], 1 - a[0] - a[1])) == 0
     _add(review, 115, "Worked answers, 2",
          "Summing $a_j(da_j - \\sum_k a_k da_k)$ over $j$ gives $\\sum_j a_j da_j - (\\sum_k a_k da_k)"
          "(\\sum_j a_j) = 0$, since $\\sum_j a_j = 1$, for any $Q$, $K$, $V$.", "correct",
-         f"sympy, three logits: the sum is ${sp.latex(factored)}$, which is 0 once $a_3 = 1 - a_1 - a_2$",
+         f"sympy, three logits: the sum factors as ${sp.latex(-row_dot)}$ times ${sp.latex(sum(a) - 1)}$, "
+         "which is 0 once $a_3 = 1 - a_1 - a_2$",
          "attention-backward")
 
 

@@ -1,6 +1,6 @@
 """Every chapter as a reader sees it, at 1280 px (a laptop) and 390 px (a phone).
 
-- The page itself never scrolls sideways.
+- The page itself never scrolls sideways, and no inline formula or code span runs past the text column.
 - At 1280 px every display equation fits the text column; on a phone a wide one may scroll inside its own box,
   never be cut off.
 - Every figure a chapter draws is numbered and captioned.
@@ -48,6 +48,21 @@ def test_page_and_equations_fit(page, site_url: str, site_pages: list[str], book
                     scrolls: scrolls(m) || scrolls(m.parentElement), text};
         })"""
     )
+    # Inline formulas and inline code in the prose: MathJax never breaks an inline formula and a browser never
+    # breaks inside a code span, so one wider than the text column is cut off at its edge. (Tables, code cells
+    # and cell outputs scroll in their own boxes and are left out; a collapsed dropdown has no width.)
+    overflowing = page.evaluate(
+        """() => {
+            const art = document.querySelector('article') || document.body;
+            const limit = art.getBoundingClientRect().right + 2;
+            return Array.from(art.querySelectorAll('mjx-container:not([display="true"]), code'))
+                .filter(el => !el.closest('pre, table, .cell_output') && !el.parentElement.closest('mjx-container'))
+                .filter(el => { const r = el.getBoundingClientRect(); return r.width > 0 && r.right > limit; })
+                .map(el => (el.textContent || '').trim().slice(0, 60));
+        }"""
+    )
+    assert not overflowing, (f"{rel} at {width} px: {len(overflowing)} inline formulas or code spans run past the "
+                             f"text column (split a formula into several, e.g. before '='), e.g. {overflowing[:3]}")
     if device == "laptop":
         wide = [e for e in equations if e["need"] > e["have"] + 2]
         assert not wide, f"{rel} at {width} px: {len(wide)} display equations wider than the column, e.g. {wide[:3]}"
