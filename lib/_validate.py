@@ -6,8 +6,9 @@ integer is an int (``np.int64(4)`` is accepted wherever ``4`` is); a ``bool`` is
 argument and shows what it got, e.g.
 ``ValueError: q has width 64 but k has width 32 (q.shape=(2, 5, 64), k.shape=(2, 5, 32))``.
 
-The checks that read only ``.ndim`` and ``.shape`` (:func:`check_attention_shapes`, :func:`check_mask_shape`,
-:func:`check_mha_inputs`) and :func:`reduce_to` serve torch tensors too; :mod:`lib.pt._validate` adds the
+The checks that read only ``.ndim``, ``.shape`` and ``.dtype`` (:func:`check_attention_shapes`,
+:func:`check_mask_shape`, :func:`check_bias_layout`, :func:`check_mha_inputs`) and :func:`reduce_to` serve torch
+tensors too; :mod:`lib.pt._validate` adds the
 torch versions of the rest, with the same messages word for word.
 """
 
@@ -31,6 +32,9 @@ __all__ = [
     "check_attention_shapes",
     "check_attention_inputs",
     "check_mask_shape",
+    "check_bias_layout",
+    "check_bias",
+    "check_attention_bias",
     "check_mha_inputs",
     "check_causal",
     "check_heads",
@@ -259,6 +263,60 @@ def check_mask_shape(mask: Any, scores_shape: tuple[int, ...]) -> None:
             f"mask of shape {tuple(mask.shape)} does not broadcast to the scores' shape {tuple(scores_shape)}"
             " (..., n_q, n_k)"
         )
+
+
+def check_bias_layout(
+    bias: Any, floating: bool, scores_shape: tuple[int, ...], like: Any, like_name: str, axes: str
+) -> None:
+    """The backend-neutral part of :func:`check_bias`: a floating dtype (``floating``, as the backend sees it),
+    ``like``'s dtype, and a shape that broadcasts to ``scores_shape`` without enlarging it. Reads only ``.dtype``
+    and ``.shape``, so it serves torch tensors too (and gives the same messages, word for word)."""
+    if not floating:
+        raise TypeError(f"bias must have a floating dtype, got {dtype_name(bias.dtype)} (shape {tuple(bias.shape)})")
+    if bias.dtype != like.dtype:
+        raise TypeError(
+            f"bias must have {like_name}'s dtype {dtype_name(like.dtype)}, got {dtype_name(bias.dtype)}"
+            f" (shape {tuple(bias.shape)})"
+        )
+    try:
+        out = np.broadcast_shapes(tuple(bias.shape), tuple(scores_shape))
+    except ValueError:
+        out = None
+    if out != tuple(scores_shape):
+        raise ValueError(
+            f"bias of shape {tuple(bias.shape)} does not broadcast to the scores' shape {tuple(scores_shape)} {axes}"
+        )
+
+
+#: appended to the message of a non-finite bias
+BIAS_FINITE_WHY = " (exclude pairs with the boolean mask, not with -inf)"
+
+
+def check_bias(
+    bias: Any, scores_shape: tuple[int, ...], like: np.ndarray, like_name: str = "q",
+    axes: str = "(..., n_q, n_k)",
+) -> np.ndarray:
+    """An additive bias on the scaled attention logits (ALiBi, T5's relative positions): a finite floating NumPy
+    array of ``like``'s dtype that broadcasts to the scores' shape ``scores_shape`` (named ``axes`` in the
+    message). ``-inf`` is refused: pairs that may not attend are the boolean mask's business (True = may
+    attend), which also handles a row with nothing to attend to. Returns ``bias``."""
+    if not isinstance(bias, np.ndarray):
+        if hasattr(bias, "dtype"):
+            raise TypeError(
+                f"bias must be a NumPy array for the NumPy reference, got {type(bias).__module__}."
+                f"{type(bias).__name__} (use lib.pt for torch tensors)"
+            )
+        raise TypeError(f"bias must be a floating array of {like_name}'s dtype, got {type(bias).__name__}")
+    check_bias_layout(bias, np.issubdtype(bias.dtype, np.floating), scores_shape, like, like_name, axes)
+    check_finite(bias, "bias", BIAS_FINITE_WHY)
+    return bias
+
+
+def check_attention_bias(bias: Any, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> np.ndarray:
+    """:func:`check_bias` for an attention call on checked ``q, k, v``: the scores have shape
+    ``(*lead, n_q, n_k)``, ``lead`` the broadcast leading dimensions of ``q``, ``k`` and ``v``."""
+    lead = np.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return check_bias(bias, (*lead, q.shape[-2], k.shape[-2]), q)
 
 
 def check_mha_inputs(x_q: Any, x_kv: Any) -> tuple[int, ...]:

@@ -11,6 +11,10 @@ Shapes (named once, used everywhere; see the Notation chapter):
 * ``mask``: boolean, broadcastable to ``(..., h, n_q, n_k)``, True = may attend (:mod:`lib.constants`).
   A key-padding mask from :func:`lib.attention.padding_mask` has shape ``(B, 1, n_k)``: give it a head
   axis first, ``padding_mask(lengths, n)[:, None]`` -> ``(B, 1, 1, n_k)``.
+* ``bias`` (optional): a finite floating array of ``x_q``'s dtype, broadcastable to ``(..., h, n_q, n_k)``,
+  added to every head's scaled logits before the masked softmax (positions as biases, e.g. ALiBi's
+  ``(h, n_q, n_k)`` from :func:`lib.position_bias.alibi_bias`); it is passed to :func:`lib.attention.attention`,
+  the one home of the bias. :func:`lib.pt.multihead.multi_head_attention` is its torch twin.
 
 Forward (Vaswani et al. 2017, sec. 3.2.2):
 
@@ -34,7 +38,15 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ._validate import as_float_array, check_finite, check_heads, check_int, check_mask_shape, check_mha_inputs
+from ._validate import (
+    as_float_array,
+    check_bias,
+    check_finite,
+    check_heads,
+    check_int,
+    check_mask_shape,
+    check_mha_inputs,
+)
 from .attention import attention
 from .flops import matmul_flops, multi_head_flops  # re-exported: their home is lib.flops
 
@@ -200,7 +212,8 @@ def _linear(x: np.ndarray, w: np.ndarray, b: np.ndarray | None) -> np.ndarray:
 
 
 def multi_head_attention(
-    x_q: Any, x_kv: Any | None, params: MultiHeadParams, n_heads: int, mask: Any | None = None
+    x_q: Any, x_kv: Any | None, params: MultiHeadParams, n_heads: int, mask: Any | None = None,
+    bias: Any | None = None,
 ) -> tuple[np.ndarray, np.ndarray]:
     """Multi-head (or grouped-query) attention, eq. mha. Returns ``(out, weights)``.
 
@@ -209,11 +222,14 @@ def multi_head_attention(
         params: :class:`MultiHeadParams`; ``n_kv_heads`` is read off ``w_k``'s width.
         n_heads: the number of query heads ``h``.
         mask: boolean, broadcastable to ``(..., h, n_q, n_k)``, True = may attend.
+        bias: optional finite floating array of ``x_q``'s dtype, broadcastable to ``(..., h, n_q, n_k)``, added
+            to every head's scaled logits before the softmax (e.g. ALiBi's ``(h, n_q, n_k)``).
 
     Returns:
         ``out (..., n_q, d_model)`` and the per-head weights ``(..., h, n_q, n_k)``.
 
-    Each head calls :func:`lib.attention.attention` with the scale ``1/sqrt(d_k)`` of its own width.
+    Each head calls :func:`lib.attention.attention` with the scale ``1/sqrt(d_k)`` of its own width (and the
+    bias, if any).
     A fully masked query row gives zero weights in every head and an output row equal to ``b_o``.
     A NaN or infinite input is refused with a ``ValueError`` naming the argument and the position.
     """
@@ -227,11 +243,13 @@ def multi_head_attention(
     if mask is not None:
         mask = np.asarray(mask)
         check_mask_shape(mask, (*lead, h, x_q.shape[-2], x_kv.shape[-2]))
+    if bias is not None:
+        check_bias(bias, (*lead, h, x_q.shape[-2], x_kv.shape[-2]), x_q, "x_q", "(..., h, n_q, n_k)")
     q = split_heads(_linear(x_q, params.w_q, params.b_q), h)  # (..., h, n_q, d_k)
     k = split_heads(_linear(x_kv, params.w_k, params.b_k), h_kv)  # (..., h_kv, n_k, d_k)
     v = split_heads(_linear(x_kv, params.w_v, params.b_v), h_kv)  # (..., h_kv, n_k, d_k)
     k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (..., h, n_k, d_k)
-    o, a = attention(q, k, v, mask)  # (..., h, n_q, d_k), (..., h, n_q, n_k)
+    o, a = attention(q, k, v, mask, bias=bias)  # (..., h, n_q, d_k), (..., h, n_q, n_k)
     return _linear(merge_heads(o), params.w_o, params.b_o), a  # (..., n_q, d_model), (..., h, n_q, n_k)
 
 

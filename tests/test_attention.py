@@ -262,3 +262,75 @@ def test_bad_inputs_get_clear_errors(mod):
         mod.attention_backward(*good, conv(np.zeros((5, 3)))[0])
     with pytest.raises(ValueError, match="a causal mask needs n_k >= n_q"):
         mod.causal_mask(4, 2)
+
+
+# ---------------------------------------------------------------- an additive bias on the scaled logits
+
+
+@pytest.mark.parametrize("mod", [npa, pta], ids=["numpy", "torch"])
+@pytest.mark.parametrize("dtype", ["float64", "float32", "float16"])
+def test_a_zero_bias_gives_the_bias_free_result_bit_for_bit(mod, dtype):
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.normal(size=s).astype(dtype) for s in ((2, 3, 4, 6), (2, 3, 7, 6), (2, 3, 7, 5)))
+    mask = rng.random((4, 7)) < 0.6
+    mask[:, 0], mask[1] = True, False  # row 1 has nothing to attend to
+    d_out = rng.normal(size=(2, 3, 4, 5)).astype(dtype)
+    zero = np.zeros((3, 4, 7), dtype=dtype)
+    conv = (lambda *a: a) if mod is npa else (lambda *a: tuple(torch.from_numpy(t) for t in a))
+    args = conv(q, k, v, mask)
+    (zb,) = conv(zero)
+    for plain, biased in (
+        (mod.attention(*args), mod.attention(*args, bias=zb)),
+        (mod.attention(*args, scale=0.3), mod.attention(*args, 0.3, zb)),
+        (mod.attention_backward(*args[:3], *conv(d_out), args[3]),
+         mod.attention_backward(*args[:3], *conv(d_out), args[3], bias=zb)),
+    ):
+        for x, y in zip(plain, biased, strict=True):
+            x, y = np.asarray(x), np.asarray(y)
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+def test_alibi_bias_in_the_numpy_reference_matches_the_definition():
+    """attention(..., bias=alibi_bias(n, n, h)) under a causal mask is eq. alibi written out with scalars:
+    a_ij = exp(q_i.k_j / sqrt(d) + m_h (j - i)) / sum_{j' <= i} exp(...), j <= i."""
+    import math
+
+    import lib.position_bias as pb
+
+    h, n, d = 4, 6, 3
+    rng = np.random.default_rng(8)
+    q, k, v = rng.normal(size=(h, n, d)), rng.normal(size=(h, n, d)), rng.normal(size=(h, n, 2))
+    o, a = npa.attention(q, k, v, npa.causal_mask(n), bias=pb.alibi_bias(n, n, h))
+    slopes = pb.alibi_slopes(h)
+    want = np.zeros((h, n, n))
+    for hh in range(h):
+        for i in range(n):
+            logits = [sum(q[hh, i, c] * k[hh, j, c] for c in range(d)) / math.sqrt(d) + slopes[hh] * (j - i)
+                      for j in range(i + 1)]
+            z = sum(math.exp(x) for x in logits)
+            want[hh, i, : i + 1] = [math.exp(x) / z for x in logits]
+    np.testing.assert_allclose(a, want, rtol=0, atol=1e-13)
+    np.testing.assert_allclose(o, want @ v, rtol=0, atol=1e-13)
+    _, plain = npa.attention(q, k, v, npa.causal_mask(n))
+    assert np.abs(plain - want).max() > 1e-2  # the bias matters
+
+
+@pytest.mark.parametrize("mod", [npa, pta], ids=["numpy", "torch"])
+def test_bad_biases_get_clear_errors(mod):
+    conv = (lambda *a: a) if mod is npa else (lambda *a: to_torch(*a))
+    good = conv(np.zeros((5, 4)), np.zeros((6, 4)), np.zeros((6, 4)))
+    with pytest.raises(ValueError, match=r"bias of shape \(5, 5\) does not broadcast to the scores' shape \(5, 6\)"):
+        mod.attention(*good, bias=conv(np.zeros((5, 5)))[0])
+    with pytest.raises(TypeError, match="bias must have q's dtype float64, got float32"):
+        mod.attention(*good, bias=conv(np.zeros((5, 6), dtype=np.float32))[0])
+    with pytest.raises(TypeError, match="bias must have a floating dtype, got int64"):
+        mod.attention(*good, bias=conv(np.zeros((5, 6), dtype=np.int64))[0])
+    with pytest.raises(TypeError, match="bias must be a floating array of q's dtype, got float"):
+        mod.attention(*good, bias=1.0)
+    with pytest.raises(ValueError, match=r"bias contains a non-finite value \(-inf\) at \[0, 5\].*not with -inf"):
+        mod.attention(*good, bias=conv(np.where(np.arange(6) == 5, -np.inf, 0.0)[None, :])[0])
+    with pytest.raises(ValueError, match=r"bias of shape \(5, 5\)"):
+        mod.attention_backward(*good, conv(np.zeros((5, 4)))[0], bias=conv(np.zeros((5, 5)))[0])
+    other = torch.zeros(5, 6) if mod is npa else np.zeros((5, 6))
+    with pytest.raises(TypeError, match="bias must be a (NumPy array for the NumPy reference|torch.Tensor for lib.pt)"):
+        mod.attention(*good, bias=other)

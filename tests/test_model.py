@@ -1,7 +1,7 @@
 """Tests of lib.pt.model and lib.pt.train: the reversal data, the masks, the full model's causal and padding
 invariances, greedy decoding against teacher forcing, a short training run that must lower the loss, errors;
 the position variants (learned table, ALiBi biases against the NumPy reference, the additive logit bias of
-lib.pt.multihead that carries them)."""
+lib.pt.attention / lib.pt.multihead that carries them, against its NumPy twin)."""
 
 from __future__ import annotations
 
@@ -10,11 +10,13 @@ import pytest
 import torch
 
 import lib.attention as npa
+import lib.multihead as npm
 import lib.position_bias as pb
+import lib.pt.attention as pta
 import lib.softmax as nps
 from lib.pt.blocks import PreLNEncoderBlock
 from lib.pt.model import POSITIONAL, Seq2SeqTransformer, padding_only_mask, source_mask, target_mask
-from lib.pt.multihead import MultiHeadAttention, attention_with_bias
+from lib.pt.multihead import MultiHeadAttention
 from lib.pt.train import (
     BOS,
     EOS,
@@ -301,27 +303,40 @@ def test_a_zero_bias_changes_nothing_bit_for_bit():
     assert torch.equal(block(x), block(x, None, torch.zeros(4, 5, 5, dtype=torch.float64)))
 
 
-def test_attention_with_bias_against_numpy():
+def test_attention_with_bias_against_its_numpy_twin():
+    """The bias path the model uses (lib.pt.attention.attention(..., bias=...), called by lib.pt.multihead)
+    against the NumPy reference's, and both against the formula softmax_mask(Q Kᵀ / sqrt(d_k) + B) V."""
     rng = np.random.default_rng(3)
     q, k, v = rng.normal(size=(2, 3, 4, 8)), rng.normal(size=(2, 3, 6, 8)), rng.normal(size=(2, 3, 6, 5))
     bias = pb.alibi_bias_symmetric(4, 6, 3)  # (h, n_q, n_k)
     mask = npa.causal_mask(4, 6)
     want_a = nps.masked_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(8) + bias, mask, axis=-1)
-    o, a = attention_with_bias(*(torch.from_numpy(t) for t in (q, k, v, bias)), torch.from_numpy(mask))
-    np.testing.assert_allclose(a.numpy(), want_a, rtol=0, atol=1e-12)
-    np.testing.assert_allclose(o.numpy(), want_a @ v, rtol=0, atol=1e-12)
+    o_np, a_np = npa.attention(q, k, v, mask, bias=bias)
+    o, a = pta.attention(*(torch.from_numpy(t) for t in (q, k, v, mask)), bias=torch.from_numpy(bias))
+    for got_o, got_a in ((o_np, a_np), (o.numpy(), a.numpy())):
+        np.testing.assert_allclose(got_a, want_a, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(got_o, want_a @ v, rtol=0, atol=1e-12)
     # and the bias matters: without it the weights differ
     assert np.abs(nps.masked_softmax(q @ np.swapaxes(k, -1, -2) / np.sqrt(8), mask, axis=-1) - want_a).max() > 1e-2
+    # the module the model is built from, against lib.multihead with the same weights and bias
+    torch.manual_seed(0)
+    mha = MultiHeadAttention(12, 3).double()
+    x = rng.normal(size=(2, 4, 12))
+    p = npm.MultiHeadParams(*(None if t is None else t.detach().numpy() for t in mha.params()))
+    want_out, want_w = npm.multi_head_attention(x, None, p, 3, None, pb.alibi_bias_symmetric(4, 4, 3))
+    got_out, got_w = mha(torch.from_numpy(x), None, None, torch.from_numpy(pb.alibi_bias_symmetric(4, 4, 3)))
+    np.testing.assert_allclose(got_out.detach().numpy(), want_out, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(got_w.detach().numpy(), want_w, rtol=0, atol=1e-12)
 
 
 def test_bad_biases_raise_clear_errors():
     mha = MultiHeadAttention(8, 2).double()
     x = torch.randn(1, 3, 8, dtype=torch.float64)
-    with pytest.raises(TypeError, match="bias must be a floating torch.Tensor, got ndarray"):
+    with pytest.raises(TypeError, match="bias must be a torch.Tensor for lib.pt, got numpy.ndarray"):
         mha(x, None, None, np.zeros((2, 3, 3)))
     with pytest.raises(TypeError, match=r"bias must have a floating dtype, got int64 \(shape \(2, 3, 3\)\)"):
         mha(x, None, None, torch.zeros(2, 3, 3, dtype=torch.long))
-    with pytest.raises(ValueError, match="bias has dtype float32 on cpu but x_q has dtype float64 on cpu"):
+    with pytest.raises(TypeError, match=r"bias must have x_q's dtype float64, got float32 \(shape \(2, 3, 3\)\)"):
         mha(x, None, None, torch.zeros(2, 3, 3))
     with pytest.raises(ValueError, match=r"bias of shape \(3, 3, 3\) does not broadcast to the scores' shape"
                                          r" \(1, 2, 3, 3\) \(\.\.\., h, n_q, n_k\)"):

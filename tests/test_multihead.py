@@ -48,8 +48,9 @@ def _t_params(p: npm.MultiHeadParams) -> npm.MultiHeadParams:
     return npm.MultiHeadParams(*(_t(a) for a in p))
 
 
-def _loop_over_heads(x_q, x_kv, p: npm.MultiHeadParams, h: int, mask=None):
-    """Eq. mha written the long way: per-head weights are column blocks, one attention call per head."""
+def _loop_over_heads(x_q, x_kv, p: npm.MultiHeadParams, h: int, mask=None, bias=None):
+    """Eq. mha written the long way: per-head weights are column blocks, one attention call per head (with
+    head ``i``'s slice of the logit bias, if any)."""
     x_kv = x_q if x_kv is None else x_kv
     d_k = p.w_q.shape[1] // h
     h_kv = p.w_k.shape[1] // d_k
@@ -68,7 +69,11 @@ def _loop_over_heads(x_q, x_kv, p: npm.MultiHeadParams, h: int, mask=None):
         if mask is not None:
             lead = np.broadcast_shapes(x_q.shape[:-2], x_kv.shape[:-2])
             m = np.broadcast_to(mask, (*lead, h, x_q.shape[-2], x_kv.shape[-2]))[..., i, :, :]
-        o, a = attention(q, k, v, m)
+        bi = None
+        if bias is not None:
+            lead = np.broadcast_shapes(x_q.shape[:-2], x_kv.shape[:-2])
+            bi = np.ascontiguousarray(np.broadcast_to(bias, (*lead, h, x_q.shape[-2], x_kv.shape[-2]))[..., i, :, :])
+        o, a = attention(q, k, v, m, bias=bi)
         heads.append(o)
         weights.append(a)
     out = np.concatenate(heads, axis=-1) @ p.w_o + (0.0 if p.b_o is None else p.b_o)
@@ -425,3 +430,52 @@ def test_module_runs_on_cuda_and_matches_cpu():
     assert o_gpu.device.type == "cuda"
     torch.testing.assert_close(o_gpu.cpu(), o_cpu, rtol=0, atol=1e-12)
     torch.testing.assert_close(a_gpu.cpu(), a_cpu, rtol=0, atol=1e-12)
+
+
+# ---------------------------------------------------------------- an additive bias on the logits (ALiBi)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float32"])
+def test_a_zero_bias_gives_the_bias_free_result_bit_for_bit(dtype):
+    rng = np.random.default_rng(2)
+    x_q, x_kv = rng.normal(size=(2, 5, 8)).astype(dtype), rng.normal(size=(2, 7, 8)).astype(dtype)
+    p = npm.init_params(8, 4, n_kv_heads=2, rng=rng, dtype=dtype)
+    mask = rng.random((2, 1, 5, 7)) < 0.7
+    mask[..., 0] = True
+    zero = np.zeros((4, 5, 7), dtype=dtype)
+    for plain, biased in (
+        (npm.multi_head_attention(x_q, x_kv, p, 4, mask), npm.multi_head_attention(x_q, x_kv, p, 4, mask, zero)),
+        (ptm.multi_head_attention(_t(x_q), _t(x_kv), _t_params(p), 4, _t(mask)),
+         ptm.multi_head_attention(_t(x_q), _t(x_kv), _t_params(p), 4, _t(mask), bias=_t(zero))),
+    ):
+        for x, y in zip(plain, biased, strict=True):
+            x, y = np.asarray(x), np.asarray(y)
+            assert x.dtype == y.dtype and x.tobytes() == y.tobytes()
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_numpy_alibi_bias_matches_the_loop_over_heads_and_torch(causal):
+    """lib.multihead with ALiBi's (h, n_q, n_k) bias from lib.position_bias: each head gets its own slope, as an
+    explicit loop (one lib.attention call per head, head i's bias slice) computes it; and the torch twin with
+    lib.pt.positional's bias agrees."""
+    import lib.position_bias as pb
+    import lib.pt.positional as ptp
+
+    rng = np.random.default_rng(4)
+    h, n = 4, 6
+    x = rng.normal(size=(2, n, 8))
+    p = npm.init_params(8, h, n_kv_heads=2, rng=rng)
+    mask = causal_mask(n) if causal else None
+    bias = pb.alibi_bias(n, n, h) if causal else pb.alibi_bias_symmetric(n, n, h)
+    out, a = npm.multi_head_attention(x, None, p, h, mask, bias)
+    ref_out, ref_a = _loop_over_heads(x, None, p, h, mask, bias)
+    np.testing.assert_allclose(out, ref_out, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a, ref_a, rtol=0, atol=1e-12)
+    tb = (ptp.alibi_bias if causal else ptp.alibi_bias_symmetric)(n, n, h, dtype=torch.float64)
+    out_t, a_t = ptm.multi_head_attention(_t(x), None, _t_params(p), h, _t(mask), tb)
+    np.testing.assert_allclose(out_t.numpy(), out, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(a_t.numpy(), a, rtol=0, atol=1e-12)
+    plain, _ = npm.multi_head_attention(x, None, p, h, mask)
+    assert np.abs(plain - out).max() > 1e-3  # the bias matters
+    if causal:  # the slopes differ per head: each head's weights decay with distance at its own rate
+        assert all(np.abs(a[:, i] - a[:, j]).max() > 1e-3 for i in range(h) for j in range(i))

@@ -94,6 +94,11 @@ def _qkv(rng: np.random.Generator) -> Args:
     return _n(rng, 2, 4, 3), _n(rng, 2, 5, 3), _n(rng, 2, 5, 2), _mask(rng, 4, 5)
 
 
+def _qkv_bias(rng: np.random.Generator) -> Args:
+    """``_qkv`` plus ``scale=None`` and an additive logit bias ``(n_q, n_k)``, broadcast over the batch."""
+    return (*_qkv(rng), None, _n(rng, 4, 5, scale=2))
+
+
 def _tiled_backward_args(rng: np.random.Generator) -> Args:
     q, k, v, _ = _qkv(rng)
     out, lse = nt.tiled_attention(q, k, v, block_size=3)
@@ -115,6 +120,9 @@ FFN_ARGS = (np.ones((2, 3)), W["w1"], W["b1"], W["w2"], W["b2"])
 MHA_PARAMS = npm.init_params(8, 2, rng=np.random.default_rng(0))
 NAN_XQ = np.ones((3, 8))
 NAN_XQ[0, 1] = np.nan
+NEG_INF_BIAS = np.zeros((4, 5))
+NEG_INF_BIAS[2, 3] = -np.inf
+MHA_X = np.ones((3, 8))  # unbatched, 3 tokens; with MHA_PARAMS and 2 heads the scores are (2, 3, 3)
 
 TWINS: tuple[Twin, ...] = (
     # ---------------------------------------------------------------- softmax (lib.softmax)
@@ -194,6 +202,33 @@ TWINS: tuple[Twin, ...] = (
          grad_args=(0, 1, 2), grad_outputs=(0,),
          backward=(lambda a, c: npa.attention_backward(*a[:3], c[0], a[3], scale=0.7),
                    lambda a, c: pta.attention_backward(*a[:3], c[0], a[3], scale=0.7))),
+    # an additive bias on the scaled logits (positions as biases: ALiBi, T5), argument 5 after scale
+    Twin(
+        "attention[bias]", npa.attention, pta.attention, _qkv_bias, grad_args=(0, 1, 2), grad_outputs=(0,),
+        backward=(lambda a, c: npa.attention_backward(*a[:3], c[0], a[3], bias=a[5]),
+                  lambda a, c: pta.attention_backward(*a[:3], c[0], a[3], bias=a[5])),
+        bad=(
+            Bad((*QKV_BAD, None, None, [[0.0] * 5] * 4), TypeError, "bias must be a floating array of q's dtype,"
+                " got list"),
+            Bad((*QKV_BAD, None, None, np.zeros((4, 5), dtype=np.int64)), TypeError,
+                r"bias must have a floating dtype, got int64 \(shape \(4, 5\)\)"),
+            Bad((*QKV_BAD, None, None, np.zeros((4, 5), dtype=np.float32)), TypeError,
+                r"bias must have q's dtype float64, got float32 \(shape \(4, 5\)\)"),
+            Bad((*QKV_BAD, None, None, np.zeros((4, 4))), ValueError,
+                r"bias of shape \(4, 4\) does not broadcast to the scores' shape \(4, 5\) \(\.\.\., n_q, n_k\)"),
+            Bad((*QKV_BAD, None, None, np.zeros((2, 4, 5))), ValueError,  # would enlarge the scores
+                r"bias of shape \(2, 4, 5\) does not broadcast to the scores' shape \(4, 5\)"),
+            Bad((*QKV_BAD, None, None, NEG_INF_BIAS), ValueError,
+                r"bias contains a non-finite value \(-inf\) at \[2, 3\] \(bias.shape=\(4, 5\)\) \(exclude pairs"
+                " with the boolean mask, not with -inf\\)"),
+            Bad((*QKV_BAD, None, None, np.full((1, 5), np.nan)), ValueError,
+                r"bias contains a non-finite value \(nan\) at \[0, 0\]"),
+        ),
+    ),
+    # a bias broadcast over heads and queries, with a scale, and the bias's own gradient (autograd, gradcheck)
+    Twin("attention[bias broadcast; scale; d bias]", npa.attention, pta.attention,
+         lambda r: (_n(r, 2, 3, 4, 3), _n(r, 1, 5, 3), _n(r, 5, 2), None, 0.7, _n(r, 3, 1, 5)),
+         grad_args=(0, 1, 2, 5), grad_outputs=(0,)),
     Twin(
         "causal_mask", npa.causal_mask, pta.causal_mask, lambda r: (3, 5), low_precision=False,
         bad=(Bad((4, 2), ValueError, r"a causal mask needs n_k >= n_q"),
@@ -289,6 +324,26 @@ TWINS: tuple[Twin, ...] = (
                 r"mask of shape \(3, 4\) does not broadcast"),
             Bad((np.ones((3, 8)), None, MHA_PARAMS._replace(b_v=np.zeros(7)), 2), ValueError,
                 r"params.b_v must have shape \(8,\)"),
+        ),
+    ),
+    # ALiBi's per-head bias (h, n_q, n_k) on grouped-query attention; its gradient too (a learned bias needs it)
+    Twin(
+        "multi_head_attention[bias]", npm.multi_head_attention, ptm.multi_head_attention,
+        lambda r: (_n(r, 2, 4, 8), _n(r, 2, 5, 8), npm.init_params(8, 4, n_kv_heads=2, rng=r), 4,
+                   _mask(r, 4, 4, 5), npb.alibi_bias_symmetric(4, 5, 4) + _n(r, 4, 4, 5, scale=0.5)),
+        grad_args=(0, 1, 5),
+        bad=(
+            Bad((MHA_X, None, MHA_PARAMS, 2, None, np.zeros((3, 3, 3))), ValueError,
+                r"bias of shape \(3, 3, 3\) does not broadcast to the scores' shape \(2, 3, 3\)"
+                r" \(\.\.\., h, n_q, n_k\)"),
+            Bad((MHA_X, None, MHA_PARAMS, 2, None, np.zeros((2, 3, 3), dtype=np.float32)), TypeError,
+                r"bias must have x_q's dtype float64, got float32"),
+            Bad((MHA_X, None, MHA_PARAMS, 2, None, np.zeros((2, 3, 3), dtype=bool)), TypeError,
+                r"bias must have a floating dtype, got bool"),
+            Bad((MHA_X, None, MHA_PARAMS, 2, None, np.full((2, 1, 3), -np.inf)), ValueError,
+                r"bias contains a non-finite value \(-inf\) at \[0, 0, 0\] .*not with -inf"),
+            Bad((MHA_X, None, MHA_PARAMS, 2, None, 0.5), TypeError,
+                "bias must be a floating array of x_q's dtype, got float"),
         ),
     ),
     # ---------------------------------------------------------------- positions (lib.positional)

@@ -7,8 +7,10 @@ from typing import Any
 import torch
 
 from .._validate import (
+    BIAS_FINITE_WHY,
     check_attention_shapes,
     check_axis,
+    check_bias_layout,
     check_bool,
     check_causal,
     check_int,
@@ -21,7 +23,8 @@ from .._validate import (
 )
 
 __all__ = ["as_float_tensor", "check_axis", "check_no_nan_or_posinf", "check_finite", "check_attention_shapes",
-           "check_attention_inputs", "check_mask_shape", "check_mha_inputs", "check_min_rank", "check_int",
+           "check_attention_inputs", "check_bias", "check_attention_bias",
+           "check_mask_shape", "check_mha_inputs", "check_min_rank", "check_int",
            "check_real", "check_bool", "check_causal", "dtype_name", "reduce_to"]
 
 
@@ -71,6 +74,31 @@ def check_attention_inputs(q: Any, k: Any, v: Any, mask: Any | None) -> tuple[An
         lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
         check_mask_shape(mask, (*lead, q.shape[-2], k.shape[-2]))
     return q, k, v, mask
+
+
+def check_bias(
+    bias: Any, scores_shape: tuple[int, ...], like: torch.Tensor, like_name: str = "q",
+    axes: str = "(..., n_q, n_k)",
+) -> torch.Tensor:
+    """The torch twin of :func:`lib._validate.check_bias` (same messages); also requires ``like``'s device."""
+    if not isinstance(bias, torch.Tensor):
+        if hasattr(bias, "dtype"):
+            raise TypeError(
+                f"bias must be a torch.Tensor for lib.pt, got {type(bias).__module__}.{type(bias).__name__}"
+                " (use the NumPy reference, or torch.from_numpy)"
+            )
+        raise TypeError(f"bias must be a floating array of {like_name}'s dtype, got {type(bias).__name__}")
+    check_bias_layout(bias, bias.is_floating_point(), scores_shape, like, like_name, axes)
+    if bias.device != like.device:
+        raise ValueError(f"bias must live on {like_name}'s device {like.device}, got {bias.device}")
+    check_finite(bias, "bias", BIAS_FINITE_WHY)
+    return bias
+
+
+def check_attention_bias(bias: Any, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    """The torch twin of :func:`lib._validate.check_attention_bias`."""
+    lead = torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    return check_bias(bias, (*lead, q.shape[-2], k.shape[-2]), q)
 
 
 def check_no_nan_or_posinf(x: torch.Tensor, name: str) -> None:

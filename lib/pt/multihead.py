@@ -6,10 +6,10 @@ row-vector convention ``y = x @ W + b``. :class:`MultiHeadAttention` is a thin m
 (``linear.weight.T``) and calls the same function, so there is one implementation of eq. mha and it calls
 :func:`lib.pt.attention.attention` (no second attention implementation).
 
-One extension has no NumPy twin: an additive ``bias`` on the scaled logits, per head, for positions that
-enter as biases rather than as vectors (ALiBi, :func:`lib.pt.positional.alibi_bias`). With ``bias=None``
-the function takes exactly the path above; with a bias it adds it between the scaling and the masked softmax
-of :func:`lib.pt.attention.attention` (:func:`attention_with_bias`), and a zero bias gives the same bits.
+Both take an optional additive ``bias`` on the scaled logits, per head, for positions that enter as biases
+rather than as vectors (ALiBi, :func:`lib.pt.positional.alibi_bias`), as the NumPy reference does. The bias
+lives in :func:`lib.pt.attention.attention` (twin of :func:`lib.attention.attention`), which adds it between
+the scaling and the masked softmax; with ``bias=None`` nothing is added, and a zero bias gives the same bits.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from typing import Any
 import torch
 from torch import nn
 
-from ..attention import default_scale
 from ..flops import matmul_flops, multi_head_flops
 from ..multihead import (  # check_params reads only .ndim and .shape, so it serves tensors too
     MultiHeadParams,
@@ -27,9 +26,8 @@ from ..multihead import (  # check_params reads only .ndim and .shape, so it ser
     check_params,
     param_count,
 )
-from ._validate import as_float_tensor, check_finite, check_int, check_mask_shape, check_mha_inputs, dtype_name
+from ._validate import as_float_tensor, check_bias, check_finite, check_int, check_mask_shape, check_mha_inputs
 from .attention import attention
-from .softmax import masked_softmax
 
 __all__ = [
     "MultiHeadAttention",
@@ -40,8 +38,6 @@ __all__ = [
     "merge_heads",
     "repeat_kv",
     "multi_head_attention",
-    "attention_with_bias",
-    "check_bias",
     "params_from_torch",
     "load_from_torch_mha",
     "param_count",
@@ -86,56 +82,17 @@ def _linear(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor | None) -> torch.T
     return x @ w if b is None else x @ w + b
 
 
-def check_bias(bias: Any, scores_shape: tuple[int, ...], like: torch.Tensor) -> None:
-    """An additive logit bias must be a finite floating tensor of ``like``'s dtype and device that broadcasts
-    to the scores' shape ``(..., h, n_q, n_k)``. ``-inf`` is refused: pairs that may not attend are the mask's
-    business (True = may attend), which also handles a row with nothing to attend to."""
-    if not isinstance(bias, torch.Tensor):
-        raise TypeError(f"bias must be a floating torch.Tensor, got {type(bias).__name__}")
-    if not bias.is_floating_point():
-        raise TypeError(f"bias must have a floating dtype, got {dtype_name(bias.dtype)} (shape {tuple(bias.shape)})")
-    if bias.dtype != like.dtype or bias.device != like.device:
-        raise ValueError(f"bias has dtype {dtype_name(bias.dtype)} on {bias.device} but x_q has dtype"
-                         f" {dtype_name(like.dtype)} on {like.device}")
-    try:
-        fits = torch.broadcast_shapes(bias.shape, scores_shape) == tuple(scores_shape)
-    except RuntimeError:
-        fits = False
-    if not fits:
-        raise ValueError(f"bias of shape {tuple(bias.shape)} does not broadcast to the scores' shape"
-                         f" {tuple(scores_shape)} (..., h, n_q, n_k)")
-    check_finite(bias, "bias", " (exclude pairs with the boolean mask, not with -inf)")
-
-
-def attention_with_bias(
-    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, bias: torch.Tensor, mask: torch.Tensor | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
-    r"""Scaled dot-product attention with an additive bias on the scaled logits, the form of eq. alibi:
-
-    .. math::
-        O = \operatorname{softmax}_\text{mask}\!\Big(\frac{QK^\top}{\sqrt{d_k}} + B\Big)\,V .
-
-    ``q (..., n_q, d_k)``, ``k (..., n_k, d_k)``, ``v (..., n_k, d_v)``, ``bias`` broadcastable to
-    ``(..., n_q, n_k)``; returns ``(o, a)`` as :func:`lib.pt.attention.attention` does, whose scaling and masked
-    softmax it repeats (with ``bias = 0`` the result is the same, bit for bit). Inputs are checked by
-    :func:`multi_head_attention`, the only caller in the library.
-    """
-    scores = (q @ k.transpose(-1, -2)) * default_scale(q.shape[-1]) + bias  # (..., n_q, n_k)
-    a = masked_softmax(scores, mask, axis=-1)  # (..., n_q, n_k)
-    return a @ v, a  # (..., n_q, d_v), (..., n_q, n_k)
-
-
 def multi_head_attention(
     x_q: Any, x_kv: Any | None, params: MultiHeadParams, n_heads: int, mask: Any | None = None,
-    bias: torch.Tensor | None = None,
+    bias: Any | None = None,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Multi-head (or grouped-query) attention, eq. mha; see :func:`lib.multihead.multi_head_attention`.
 
     ``x_q (..., n_q, d_model)``, ``x_kv (..., n_k, d_model)`` or ``None``; ``mask`` boolean, broadcastable to
     ``(..., h, n_q, n_k)``, True = may attend. Returns ``out (..., n_q, d_model)`` and
-    ``weights (..., h, n_q, n_k)``. ``bias`` (PyTorch path only; :func:`check_bias`): a float tensor added to
+    ``weights (..., h, n_q, n_k)``. ``bias``: a finite floating tensor of ``x_q``'s dtype and device added to
     every head's scaled logits before the softmax, broadcastable to ``(..., h, n_q, n_k)``, e.g. ALiBi's
-    ``(h, n_q, n_k)`` (:func:`attention_with_bias`).
+    ``(h, n_q, n_k)``; passed to :func:`lib.pt.attention.attention`.
     """
     x_q = as_float_tensor(x_q, "x_q")
     x_kv = x_q if x_kv is None else as_float_tensor(x_kv, "x_kv")
@@ -148,15 +105,12 @@ def multi_head_attention(
             raise TypeError(f"mask must be a torch.Tensor of dtype bool, got {type(mask).__name__}")
         check_mask_shape(mask, (*lead, h, x_q.shape[-2], x_kv.shape[-2]))
     if bias is not None:
-        check_bias(bias, (*lead, h, x_q.shape[-2], x_kv.shape[-2]), x_q)
+        check_bias(bias, (*lead, h, x_q.shape[-2], x_kv.shape[-2]), x_q, "x_q", "(..., h, n_q, n_k)")
     q = split_heads(_linear(x_q, params.w_q, params.b_q), h)  # (..., h, n_q, d_k)
     k = split_heads(_linear(x_kv, params.w_k, params.b_k), h_kv)  # (..., h_kv, n_k, d_k)
     v = split_heads(_linear(x_kv, params.w_v, params.b_v), h_kv)  # (..., h_kv, n_k, d_k)
     k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (..., h, n_k, d_k)
-    if bias is None:
-        o, a = attention(q, k, v, mask)  # (..., h, n_q, d_k), (..., h, n_q, n_k)
-    else:
-        o, a = attention_with_bias(q, k, v, bias, mask)
+    o, a = attention(q, k, v, mask, bias=bias)  # (..., h, n_q, d_k), (..., h, n_q, n_k)
     return _linear(merge_heads(o), params.w_o, params.b_o), a  # (..., n_q, d_model), (..., h, n_q, n_k)
 
 
