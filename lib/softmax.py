@@ -34,6 +34,7 @@ __all__ = [
     "log_softmax",
     "logsumexp",
     "softmax_vjp",
+    "softmax_jacobian_norm",
     "masked_softmax",
     "online_softmax",
     "online_normalizer",
@@ -138,6 +139,23 @@ def softmax_vjp(y: Any, dy: Any, axis: int = -1) -> np.ndarray:
         raise ValueError(f"y and dy must have the same shape, got y.shape={y_arr.shape}, dy.shape={dy_arr.shape}")
     ax = check_axis(y_arr, axis, "y")
     return y_arr * (dy_arr - np.sum(y_arr * dy_arr, axis=ax, keepdims=True))
+
+
+def softmax_jacobian_norm(y: Any, axis: int = -1) -> np.ndarray:
+    r"""Frobenius norm of the softmax Jacobian :math:`J = \operatorname{diag}(y) - y y^\top` of each slice of
+    ``y = softmax(x)`` along ``axis``, without forming it (chapter "Why divide by √d_k?", eq. scale-jacobian):
+
+    .. math::
+        \|J\|_F^2 = \sum_i y_i^2 - 2 \sum_i y_i^3 + \Big(\sum_i y_i^2\Big)^2 .
+
+    The size of the gradient a softmax passes back: near 0 for a one-hot slice, largest for a flat one. For a
+    nearly one-hot slice the difference cancels to round-off (about 1e-8 after the square root), which is
+    clipped at 0 before the root.
+    """
+    y_arr = as_float_array(y, "y")
+    ax = check_axis(y_arr, axis, "y")
+    s2 = np.sum(y_arr**2, axis=ax)
+    return np.sqrt(np.maximum(s2 - 2 * np.sum(y_arr**3, axis=ax) + s2**2, 0.0))
 
 
 def masked_softmax(x: Any, mask: Any | None, axis: int = -1) -> np.ndarray:

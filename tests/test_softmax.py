@@ -239,3 +239,18 @@ def test_python_lists_become_float64():
     y = nps.softmax([1000, 1002])
     assert y.dtype == np.float64
     np.testing.assert_allclose(y, [1 / (1 + np.e**2), 1 / (1 + np.e**-2)], rtol=1e-15)
+
+
+def test_softmax_jacobian_norm_matches_the_explicit_matrix():
+    """||diag(y) - y y^T||_F from the closed form equals the norm of the matrix itself, along either axis."""
+    x = np.random.default_rng(3).normal(size=(5, 7))  # moderate rows: no one-hot cancellation
+    y = nps.softmax(x, axis=1)
+    explicit = [np.linalg.norm(np.diag(r) - np.outer(r, r)) for r in y]
+    np.testing.assert_allclose(nps.softmax_jacobian_norm(y, axis=1), explicit, rtol=0, atol=1e-14)
+    np.testing.assert_allclose(nps.softmax_jacobian_norm(y.T, axis=0), explicit, rtol=0, atol=1e-14)
+    flat, one_hot = nps.softmax(np.zeros(4)), np.eye(4)[0]
+    # flat over 4 keys: diagonal 1/4 - 1/16, off-diagonal -1/16
+    assert abs(nps.softmax_jacobian_norm(flat) - np.sqrt(4 * 0.1875**2 + 12 * 0.0625**2)) < 1e-15
+    assert nps.softmax_jacobian_norm(one_hot) == 0
+    with pytest.raises(ValueError, match="axis"):
+        nps.softmax_jacobian_norm(y, axis=2)

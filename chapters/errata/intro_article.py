@@ -33,7 +33,7 @@ from lib.model_config import load_config
 from lib.norms import layer_norm, layer_norm_backward, layer_norm_param_count
 from lib.params import parameter_count
 from lib.pt.model import Seq2SeqTransformer
-from lib.softmax import softmax
+from lib.softmax import softmax, softmax_jacobian_norm
 from lib.tiled import io_elements, tiled_attention
 
 from . import Review
@@ -409,10 +409,6 @@ def dot_product_variance(review: Review) -> None:
 def large_variance_kills_gradient(review: Review) -> None:
     """Line 88: with a large variance the softmax passes almost no gradient and learning stalls."""
 
-    def jacobian_norm(a: np.ndarray) -> np.ndarray:  # ||diag(a) - a a^T||_F per row (eq. scale-jacobian)
-        s2 = (a**2).sum(axis=-1)
-        return np.sqrt(np.maximum(s2 - 2 * (a**3).sum(axis=-1) + s2**2, 0.0))
-
     d_k, rows = 1024, 256
     rng = np.random.default_rng(11)
     q = rng.standard_normal((rows, d_k))
@@ -421,7 +417,8 @@ def large_variance_kills_gradient(review: Review) -> None:
         s = q @ rng.standard_normal((n_keys, d_k)).T
         raw, scaled = softmax(s), softmax(s / math.sqrt(d_k))
         top = raw.max(axis=-1)
-        found[n_keys] = (jacobian_norm(raw).mean(), jacobian_norm(scaled).mean(), (top * (1 - top)).mean())
+        found[n_keys] = (softmax_jacobian_norm(raw).mean(), softmax_jacobian_norm(scaled).mean(),
+                         (top * (1 - top)).mean())
     few, many = found[16], found[1024]
     assert few[0] < few[1] / 3 and many[0] > 1.5 * many[1]
     review.add(

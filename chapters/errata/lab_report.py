@@ -28,7 +28,7 @@ from lib.positional import sinusoidal_encoding
 from lib.pt.blocks import PostLNDecoderBlock, PostLNEncoderBlock
 from lib.pt.ffn import FeedForward
 from lib.pt.multihead import MultiHeadAttention
-from lib.softmax import softmax
+from lib.softmax import softmax, softmax_jacobian_norm
 
 NOTE = "lab-report"
 FORWARD = "1A. Core forward formulations"
@@ -146,20 +146,16 @@ def saturation_without_scaling(review) -> None:
     rng = np.random.default_rng(6)
     n_queries, n_keys = 256, 1024
 
-    def jacobian_norms(a: np.ndarray) -> np.ndarray:
-        """||diag(a) - a a^T||_F of each row (the scaling chapter's eq-scale-jacobian)."""
-        s2 = (a**2).sum(axis=1)
-        return np.sqrt(np.maximum(s2 - 2 * (a**3).sum(axis=1) + s2**2, 0.0))
-
     found = {}
     for d_k in (64, 4096):
         q, k = rng.standard_normal((n_queries, d_k)), rng.standard_normal((n_keys, d_k))
         _, raw = att.attention(q, k, np.zeros((n_keys, 1)), scale=1.0)
         _, scaled = att.attention(q, k, np.zeros((n_keys, 1)))
+        jac, jac_scaled = softmax_jacobian_norm(raw), softmax_jacobian_norm(scaled)
         found[d_k] = dict(
             saturated=int((raw.max(axis=1) > 0.99).sum()), saturated_scaled=int((scaled.max(axis=1) > 0.99).sum()),
-            dead=int((jacobian_norms(raw) < 1e-6).sum()), dead_scaled=int((jacobian_norms(scaled) < 1e-6).sum()),
-            jac=jacobian_norms(raw).mean(), jac_scaled=jacobian_norms(scaled).mean())
+            dead=int((jac < 1e-6).sum()), dead_scaled=int((jac_scaled < 1e-6).sum()),
+            jac=jac.mean(), jac_scaled=jac_scaled.mean())
     wide, usual = found[4096], found[64]
     assert wide["saturated"] > 0.6 * n_queries and wide["dead"] > 0.3 * n_queries
     assert wide["saturated_scaled"] == wide["dead_scaled"] == usual["dead"] == 0
@@ -380,12 +376,17 @@ def layernorm_epsilon(review) -> None:
 # 4. Feed-forward network
 
 
-def ffn_position_wise(review) -> None:
-    """The FFN acts on every token separately: two linear maps with a ReLU between them."""
-    rng = np.random.default_rng(13)
+def ffn_inputs(seed: int) -> tuple[np.ndarray, ...]:
+    """Random FFN weights (d_model = 8, d_ff = 32) and 6 tokens: W1, b1, W2, b2, x."""
+    rng = np.random.default_rng(seed)
     w1, b1 = rng.standard_normal((8, 32)), rng.standard_normal(32)
     w2, b2 = rng.standard_normal((32, 8)), rng.standard_normal(8)
-    x = rng.standard_normal((6, 8))
+    return w1, b1, w2, b2, rng.standard_normal((6, 8))
+
+
+def ffn_position_wise(review) -> None:
+    """The FFN acts on every token separately: two linear maps with a ReLU between them."""
+    w1, b1, w2, b2, x = ffn_inputs(13)
     together = feed_forward(x, w1, b1, w2, b2)
     one_by_one = np.stack([feed_forward(token, w1, b1, w2, b2) for token in x])
     review.add(NOTE, 97, FFN,
@@ -417,10 +418,7 @@ def ffn_after_every_attention(review) -> None:
 
 def ffn_formula(review) -> None:
     """FFN(x) = max(0, x W1 + b1) W2 + b2, against PyTorch's linear layers."""
-    rng = np.random.default_rng(14)
-    w1, b1 = rng.standard_normal((8, 32)), rng.standard_normal(32)
-    w2, b2 = rng.standard_normal((32, 8)), rng.standard_normal(8)
-    x = rng.standard_normal((6, 8))
+    w1, b1, w2, b2, x = ffn_inputs(14)
     note = np.maximum(0, x @ w1 + b1) @ w2 + b2
     t = [torch.from_numpy(m) for m in (x, w1, b1, w2, b2)]
     ref = F.linear(F.relu(F.linear(t[0], t[1].T, t[2])), t[3].T, t[4])  # torch stores W as (out, in)

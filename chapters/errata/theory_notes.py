@@ -32,7 +32,7 @@ from lib.norms import layer_norm, layer_norm_param_count
 from lib.position_bias import t5_relative_bucket
 from lib.pt.blocks import PostLNEncoderBlock
 from lib.pt.train import BOS, reversal_batch
-from lib.softmax import log_softmax, masked_softmax, softmax
+from lib.softmax import log_softmax, masked_softmax, softmax, softmax_jacobian_norm
 from lib.tiled import io_elements, tiled_attention
 
 NOTE = "theory-notes"
@@ -68,12 +68,6 @@ def dims(a) -> str:
     return "$" + r" \times ".join(count(s) for s in a.shape) + "$"
 
 
-def jacobian_norms(a: np.ndarray) -> np.ndarray:
-    """||diag(a) - a a^T||_F for each row of softmax weights a (the scaling chapter's closed form)."""
-    s2 = (a**2).sum(axis=1)
-    return np.sqrt(np.maximum(s2 - 2 * (a**3).sum(axis=1) + s2**2, 0.0))
-
-
 def softmax_gradient_by_width(scaled: bool) -> dict[tuple[int, int], float]:
     """Mean softmax-Jacobian norm of rows of q.k scores (iid N(0, 1) components), by (keys, d_k)."""
     rng = np.random.default_rng(20)
@@ -82,7 +76,7 @@ def softmax_gradient_by_width(scaled: bool) -> dict[tuple[int, int], float]:
         for d_k in (16, 64, 256, 1024):
             q, k = rng.standard_normal((400, d_k)), rng.standard_normal((n_keys, d_k))
             _, a = att.attention(q, k, np.zeros((n_keys, 1)), scale=None if scaled else 1.0)
-            means[n_keys, d_k] = jacobian_norms(a).mean()
+            means[n_keys, d_k] = softmax_jacobian_norm(a).mean()
     return means
 
 
@@ -747,15 +741,20 @@ def embedding_plus_pe(review) -> None:
                rf"{fixed(scaled_norm, 1)}", "positional")
 
 
+def lookup_error(table: np.ndarray, position: int) -> str | None:
+    """The name of the error that looking up ``position`` in a learned position table raises, or None."""
+    try:
+        table[position]
+    except IndexError as err:
+        return type(err).__name__
+    return None
+
+
 def learned_table(review) -> None:
     """A learned table has n_max x d parameters and no row for a position at or beyond n_max."""
     gpt2 = load_config(FIXTURES / "gpt2.config.json")
     table = np.zeros((gpt2.n_positions, gpt2.d_model))
-    try:
-        table[gpt2.n_positions]
-        error = None
-    except IndexError as err:
-        error = type(err).__name__
+    error = lookup_error(table, gpt2.n_positions)
     assert error == "IndexError"
     review.add(NOTE, 173, ALTERNATIVES,
                r"Learned positional embeddings are a trainable $n_{\max} \times d$ matrix (BERT, GPT) and cannot "
@@ -1134,11 +1133,7 @@ def extrapolation(review) -> None:
     """Sinusoids are defined at any position; a learned table has no row beyond its size."""
     far = pos.sinusoidal_encoding(1, 512)[0] @ pos.sinusoid_shift_matrix(10**6, 512)  # PE(10^6) = PE(0) M_k
     table = np.zeros((512, 512))  # a learned table for 512 positions
-    try:
-        table[512]
-        error = None
-    except IndexError as err:
-        error = type(err).__name__
+    error = lookup_error(table, 512)
     assert np.abs(far).max() <= 1 + TOL and error == "IndexError"
     review.add(NOTE, 283, FAILURES,
                r"Sinusoidal encodings are defined for any position, though the model never saw those beyond its "
