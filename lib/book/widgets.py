@@ -8,7 +8,7 @@ slider cannot recompute anything, and rendering one would load require.js and th
   redraws the figure for each value;
 * when the notebook is executed headless (the book build, nbval, ``nbconvert --execute``) the same drawing
   function is called once per value in ``values`` and the panels are shown as one ordinary matplotlib figure,
-  two panels per row at the width of the text (:func:`lib.figures.panels`): a PNG that the HTML serves
+  two panels per row at the width of the text (:func:`lib.book.figures.panels`): a PNG that the HTML serves
   locally, whose text output nbval can compare.
 
 The mode is chosen by ``$BOOK_WIDGETS``: ``static`` or ``interactive`` force it (``tools/build_book.py``
@@ -17,7 +17,7 @@ sets ``static``); unset, it is ``interactive`` when the kernel was started by a 
 
 Usage in a chapter::
 
-    from lib.widgets import explore
+    from lib.book.widgets import explore
 
     def draw(ax, temperature):
         ax.bar(range(5), softmax(logits / temperature))
