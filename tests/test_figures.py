@@ -1,4 +1,4 @@
-"""lib.figures: the book's one figure style."""
+"""lib.book.figures: the book's one figure style."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lib import figures  # noqa: E402
-from lib.widgets import explore  # noqa: E402
+from lib.book import figures  # noqa: E402
+from lib.book.widgets import explore  # noqa: E402
 
 
 @pytest.mark.parametrize(("n", "rows"), [(1, 1), (2, 1), (3, 2), (4, 2), (5, 3)])

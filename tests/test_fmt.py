@@ -1,4 +1,4 @@
-"""lib.fmt: what a stored output may print."""
+"""lib.book.fmt: what a stored output may print."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import torch
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lib.fmt import agree, bound, count, fixed, max_abs_diff, percent, sig
+from lib.book.fmt import agree, bound, count, fixed, max_abs_diff, percent, sig
 
 
 def test_bound_prints_the_bound_not_the_digits() -> None:

@@ -1,4 +1,4 @@
-"""lib.widgets: static figure when headless, a working slider when interactive, clear errors on bad input."""
+"""lib.book.widgets: static figure when headless, a working slider when interactive, clear errors on bad input."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 from lib.softmax import softmax  # noqa: E402
-from lib.widgets import explore, widget_mode  # noqa: E402
+from lib.book.widgets import explore, widget_mode  # noqa: E402
 
 LOGITS = np.array([2.0, 1.0, 0.5, -1.0])
 

@@ -18,7 +18,7 @@ Math is typeset offline by the ``sphinx-mathjax-offline`` extension (``_config.y
 from its pip package into the built site: no CDN, no npm.
 
 Usage: ``python tools/build_book.py [--strict] [--output DIR]``. ``BOOK_WIDGETS=static`` is set for the
-chapters' kernels so ``lib.widgets`` draws figures instead of sliders (see that module).
+chapters' kernels so ``lib.book.widgets`` draws figures instead of sliders (see that module).
 """
 
 from __future__ import annotations

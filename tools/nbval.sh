@@ -4,7 +4,7 @@
 # addresses; cells tagged nbval-ignore-output are run but not compared).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export BOOK_WIDGETS=static  # lib.widgets draws figures, not sliders, in every headless execution
+export BOOK_WIDGETS=static  # lib.book.widgets draws figures, not sliders, in every headless execution
 if [ $# -eq 0 ]; then set -- chapters; fi
 exec .venv/bin/python -m pytest -q -p no:randomly --nbval --nbval-current-env \
   --nbval-sanitize-with tools/nbval_sanitize.cfg "$@"

@@ -18,7 +18,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=.venv/bin/python
-export BOOK_WIDGETS=static  # lib.widgets draws figures, not sliders, in every headless execution
+export BOOK_WIDGETS=static  # lib.book.widgets draws figures, not sliders, in every headless execution
 STRICT_OUT=_build/strict
 summary=()
 failed=0

@@ -15,7 +15,7 @@ Grades (the rubric the appendix states):
 * ``correct``: the computation reproduces it.
 
 Every number in ``says`` and ``evidence`` that is a result comes from the computation (formatted with
-``lib.fmt``), never typed; round-off agreement is reported as the bound it is asserted against.
+``lib.book.fmt``), never typed; round-off agreement is reported as the bound it is asserted against.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ from lib.blocks import encoder_layer_param_count
 from lib.constants import BYTES_PER_DTYPE, GB
 from lib.ffn import feed_forward, ffn_param_count, relu
 from lib.flops import attention_score_flops
-from lib.fmt import agree, bound, count, fixed, percent, sig
+from lib.book.fmt import agree, bound, count, fixed, percent, sig
 from lib.gpus import GPUS
 from lib.model_config import load_config
 from lib.norms import layer_norm, layer_norm_backward, layer_norm_param_count

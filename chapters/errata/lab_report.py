@@ -22,7 +22,7 @@ import lib.attention as att
 import lib.multihead as mh
 from lib.blocks import encoder_layer_param_count
 from lib.ffn import feed_forward, ffn_param_count
-from lib.fmt import agree, count, fixed
+from lib.book.fmt import agree, count, fixed
 from lib.norms import layer_norm, layer_norm_steps
 from lib.positional import sinusoidal_encoding
 from lib.pt.blocks import PostLNDecoderBlock, PostLNEncoderBlock

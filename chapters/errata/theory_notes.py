@@ -25,7 +25,7 @@ import lib.recurrence as rec
 from lib.constants import BYTES_PER_DTYPE, GB, GiB
 from lib.ffn import feed_forward
 from lib.flops import attention_score_flops, matmul_flops
-from lib.fmt import agree, bound, count, fixed, percent
+from lib.book.fmt import agree, bound, count, fixed, percent
 from lib.gpus import GPUS
 from lib.model_config import load_config
 from lib.norms import layer_norm, layer_norm_param_count

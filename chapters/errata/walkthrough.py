@@ -33,7 +33,7 @@ import lib.flops as fl
 import lib.multihead as mh
 import lib.sizing as sz
 from lib.constants import GiB, KiB
-from lib.fmt import agree, bound, count, fixed, percent
+from lib.book.fmt import agree, bound, count, fixed, percent
 from lib.model_config import load_config
 from lib.softmax import softmax, softmax_naive, softmax_vjp
 
