@@ -6,8 +6,9 @@ Shapes (named once, used everywhere; see the Notation chapter):
   values' inputs; ``x_kv = x_q`` for self-attention). The leading ``...`` is the batch ``B`` (or nothing).
 * ``h = n_heads`` query heads of width ``d_k = d_v = d_model / h``; ``h_kv = n_kv_heads`` key/value heads
   (``h_kv = h``: multi-head attention; ``h_kv = 1``: multi-query; in between: grouped-query attention).
-* Weights in the book's row-vector convention ``y = x @ W + b``: ``w_q (d_model, h d_k)``,
-  ``w_k, w_v (d_model, h_kv d_k)``, ``w_o (h d_v, d_model)``.
+* Weights in the book's row-vector convention ``y = x @ W + b``: ``w_q, w_k (d_model, h d_k)`` and
+  ``(d_model, h_kv d_k)``, ``w_v (d_model, h_kv d_v)``, ``w_o (h d_v, d_model)``; :func:`init_params` and the
+  modules build ``d_v = d_k``, and the function accepts any ``d_v``.
 * ``mask``: boolean, broadcastable to ``(..., h, n_q, n_k)``, True = may attend (:mod:`lib.constants`).
   A key-padding mask from :func:`lib.attention.padding_mask` has shape ``(B, 1, n_k)``: give it a head
   axis first, ``padding_mask(lengths, n)[:, None]`` -> ``(B, 1, 1, n_k)``.
@@ -68,8 +69,8 @@ __all__ = [
 class MultiHeadParams(NamedTuple):
     """The weights of one multi-head attention layer, in the row-vector convention ``y = x @ W + b``.
 
-    ``w_q (d_model, h d_k)``, ``w_k (d_model, h_kv d_k)``, ``w_v (d_model, h_kv d_k)``,
-    ``w_o (h d_k, d_model)``;
+    ``w_q (d_model, h d_k)``, ``w_k (d_model, h_kv d_k)``, ``w_v (d_model, h_kv d_v)``,
+    ``w_o (h d_v, d_model)``;
     each bias is a vector of its weight's output width, or ``None`` for a layer without biases.
     (``torch.nn.Linear`` stores the transpose, ``(out, in)``: see :func:`lib.pt.multihead.params_from_torch`.)
     """
@@ -160,7 +161,10 @@ def repeat_kv(x: Any, n_rep: int) -> np.ndarray:
 
 def check_params(params: Any, d_model: int, n_heads: int) -> tuple[int, int, int]:
     """Infer ``(d_k, h, h_kv)`` from the weights' shapes and check them against each other and against the
-    inputs' width ``d_model``. Reads only ``.ndim`` and ``.shape``, so it serves torch tensors too."""
+    inputs' width ``d_model``. Reads only ``.ndim`` and ``.shape``, so it serves torch tensors too.
+
+    The value width may differ from the key width: ``w_v (d_model, h_kv d_v)`` and ``w_o (h d_v, d_model)``
+    with any ``d_v >= 1`` (``d_v = d_k`` in every layer the library builds)."""
     if not isinstance(params, MultiHeadParams):
         raise TypeError(f"params must be a MultiHeadParams, got {type(params).__name__}")
     for name in ("w_q", "w_k", "w_v", "w_o"):
@@ -176,10 +180,10 @@ def check_params(params: Any, d_model: int, n_heads: int) -> tuple[int, int, int
         )
     for name in ("w_k", "w_v"):
         w = getattr(params, name)
-        if w.shape != params.w_k.shape or w.shape[0] != d_model:
+        if w.shape[0] != d_model:
             raise ValueError(
-                f"params.{name} must have shape (d_model={d_model}, h_kv*d_k) like w_k, got {tuple(w.shape)}"
-                f" (w_k.shape={tuple(params.w_k.shape)})"
+                f"params.{name} has {w.shape[0]} input rows but the inputs have width d_model={d_model}"
+                f" ({name}.shape={tuple(w.shape)})"
             )
     h = check_int(n_heads, "n_heads")
     hd = params.w_q.shape[1]
@@ -195,8 +199,17 @@ def check_params(params: Any, d_model: int, n_heads: int) -> tuple[int, int, int
         )
     h_kv = params.w_k.shape[1] // d_k
     check_head_config(hd, h, h_kv)
-    if params.w_o.shape[0] != hd:
-        raise ValueError(f"params.w_o must have h*d_v={hd} input rows, got w_o.shape={tuple(params.w_o.shape)}")
+    if params.w_v.shape[1] % h_kv:
+        raise ValueError(
+            f"params.w_v has {params.w_v.shape[1]} output columns, not divisible by the h_kv={h_kv} key/value"
+            f" heads that w_k implies (w_v.shape={tuple(params.w_v.shape)}, w_k.shape={tuple(params.w_k.shape)})"
+        )
+    d_v = params.w_v.shape[1] // h_kv
+    if params.w_o.shape[0] != h * d_v:
+        raise ValueError(
+            f"params.w_o must have h*d_v={h * d_v} input rows (h={h}, d_v={d_v} from w_v), got"
+            f" w_o.shape={tuple(params.w_o.shape)}"
+        )
     for b_name, w_name in (("b_q", "w_q"), ("b_k", "w_k"), ("b_v", "w_v"), ("b_o", "w_o")):
         b, w = getattr(params, b_name), getattr(params, w_name)
         if b is not None and tuple(b.shape) != (w.shape[1],):
@@ -247,9 +260,9 @@ def multi_head_attention(
         check_bias(bias, (*lead, h, x_q.shape[-2], x_kv.shape[-2]), x_q, "x_q", "(..., h, n_q, n_k)")
     q = split_heads(_linear(x_q, params.w_q, params.b_q), h)  # (..., h, n_q, d_k)
     k = split_heads(_linear(x_kv, params.w_k, params.b_k), h_kv)  # (..., h_kv, n_k, d_k)
-    v = split_heads(_linear(x_kv, params.w_v, params.b_v), h_kv)  # (..., h_kv, n_k, d_k)
-    k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (..., h, n_k, d_k)
-    o, a = attention(q, k, v, mask, bias=bias)  # (..., h, n_q, d_k), (..., h, n_q, n_k)
+    v = split_heads(_linear(x_kv, params.w_v, params.b_v), h_kv)  # (..., h_kv, n_k, d_v)
+    k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (..., h, n_k, d_k), (..., h, n_k, d_v)
+    o, a = attention(q, k, v, mask, bias=bias)  # (..., h, n_q, d_v), (..., h, n_q, n_k)
     return _linear(merge_heads(o), params.w_o, params.b_o), a  # (..., n_q, d_model), (..., h, n_q, n_k)
 
 

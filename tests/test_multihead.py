@@ -395,8 +395,12 @@ def test_bad_params():
         npm.multi_head_attention(x, None, p, 3)
     with pytest.raises(ValueError, match=r"params.b_v must have shape \(8,\)"):
         npm.multi_head_attention(x, None, p._replace(b_v=np.zeros(7)), 2)
-    with pytest.raises(ValueError, match=r"params.w_v must have shape \(d_model=8, h_kv\*d_k\) like w_k"):
-        npm.multi_head_attention(x, None, p._replace(w_v=np.zeros((8, 4))), 2)
+    with pytest.raises(ValueError, match=r"params.w_v has 7 input rows but the inputs have width d_model=8"):
+        npm.multi_head_attention(x, None, p._replace(w_v=np.zeros((7, 8))), 2)
+    with pytest.raises(ValueError, match=r"params.w_v has 5 output columns, not divisible by the h_kv=2"):
+        npm.multi_head_attention(x, None, p._replace(w_v=np.zeros((8, 5)), b_v=None), 2)
+    with pytest.raises(ValueError, match=r"params.w_o must have h\*d_v=4 input rows \(h=2, d_v=2 from w_v\)"):
+        npm.multi_head_attention(x, None, p._replace(w_v=np.zeros((8, 4)), b_v=None), 2)
     with pytest.raises(ValueError, match=r"params.w_o must have h\*d_v=8 input rows"):
         npm.multi_head_attention(x, None, p._replace(w_o=np.zeros((4, 8))), 2)
 
@@ -479,3 +483,29 @@ def test_numpy_alibi_bias_matches_the_loop_over_heads_and_torch(causal):
     assert np.abs(plain - out).max() > 1e-3  # the bias matters
     if causal:  # the slopes differ per head: each head's weights decay with distance at its own rate
         assert all(np.abs(a[:, i] - a[:, j]).max() > 1e-3 for i in range(h) for j in range(i))
+
+
+@pytest.mark.parametrize("h,h_kv,d_k,d_v", [(3, 3, 4, 6), (4, 2, 5, 2), (2, 1, 3, 7)])
+def test_value_width_may_differ_from_key_width(h, h_kv, d_k, d_v):
+    # W_V (d_model, h_kv d_v) and W_O (h d_v, d_model): the general shapes, checked head by head, on both paths
+    rng = np.random.default_rng(11)
+    d_model, n_q, n_k = 10, 4, 6
+    p = npm.MultiHeadParams(rng.normal(size=(d_model, h * d_k)), rng.normal(size=(d_model, h_kv * d_k)),
+                            rng.normal(size=(d_model, h_kv * d_v)), rng.normal(size=(h * d_v, d_model)),
+                            rng.normal(size=h * d_k), rng.normal(size=h_kv * d_k), rng.normal(size=h_kv * d_v),
+                            rng.normal(size=d_model))
+    x_q, x_kv = rng.normal(size=(n_q, d_model)), rng.normal(size=(n_k, d_model))
+    out, a = npm.multi_head_attention(x_q, x_kv, p, h)
+    g = h // h_kv
+    heads = []
+    for i in range(h):
+        qc, kc, vc = slice(i * d_k, (i + 1) * d_k), slice(i // g * d_k, (i // g + 1) * d_k), \
+            slice(i // g * d_v, (i // g + 1) * d_v)
+        o_i, _ = attention(x_q @ p.w_q[:, qc] + p.b_q[qc], x_kv @ p.w_k[:, kc] + p.b_k[kc],
+                           x_kv @ p.w_v[:, vc] + p.b_v[vc])
+        assert o_i.shape == (n_q, d_v)
+        heads.append(o_i)
+    np.testing.assert_allclose(out, np.concatenate(heads, axis=-1) @ p.w_o + p.b_o, atol=1e-12)
+    out_t, a_t = ptm.multi_head_attention(torch.from_numpy(x_q), torch.from_numpy(x_kv), _t_params(p), h)
+    np.testing.assert_allclose(out_t.numpy(), out, atol=1e-12)
+    np.testing.assert_allclose(a_t.numpy(), a, atol=1e-12)

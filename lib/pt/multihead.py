@@ -108,9 +108,9 @@ def multi_head_attention(
         check_bias(bias, (*lead, h, x_q.shape[-2], x_kv.shape[-2]), x_q, "x_q", "(..., h, n_q, n_k)")
     q = split_heads(_linear(x_q, params.w_q, params.b_q), h)  # (..., h, n_q, d_k)
     k = split_heads(_linear(x_kv, params.w_k, params.b_k), h_kv)  # (..., h_kv, n_k, d_k)
-    v = split_heads(_linear(x_kv, params.w_v, params.b_v), h_kv)  # (..., h_kv, n_k, d_k)
-    k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (..., h, n_k, d_k)
-    o, a = attention(q, k, v, mask, bias=bias)  # (..., h, n_q, d_k), (..., h, n_q, n_k)
+    v = split_heads(_linear(x_kv, params.w_v, params.b_v), h_kv)  # (..., h_kv, n_k, d_v)
+    k, v = repeat_kv(k, h // h_kv), repeat_kv(v, h // h_kv)  # (..., h, n_k, d_k), (..., h, n_k, d_v)
+    o, a = attention(q, k, v, mask, bias=bias)  # (..., h, n_q, d_v), (..., h, n_q, n_k)
     return _linear(merge_heads(o), params.w_o, params.b_o), a  # (..., n_q, d_model), (..., h, n_q, n_k)
 
 
