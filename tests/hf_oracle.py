@@ -1,4 +1,4 @@
-"""transformers as the oracle for lib.model_config / lib.params: instantiate a config on the meta device (no
+"""transformers as the oracle for lib.planner.config / lib.planner.counts: instantiate a config on the meta device (no
 weights are allocated, so even DeepSeek-V3 takes seconds) and count the parameters of the real modules.
 
 Test-only: lib never imports transformers or torch for sizing.

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from lib.constants import GB
-from lib.model_config import load_config
+from lib.planner.config import load_config
 from lib.sizing import main, report
 
 ROOT = Path(__file__).resolve().parents[1]

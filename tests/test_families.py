@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from hf_oracle import hf_config, hf_counts
 
-from lib.kv_cache import cached_token_layers, model_kv_cache_bytes
-from lib.model_config import SUPPORTED_MODEL_TYPES, config_from_dict, load_config
-from lib.params import parameter_count
+from lib.planner.cache import cached_token_layers, model_kv_cache_bytes
+from lib.planner.config import SUPPORTED_MODEL_TYPES, config_from_dict, load_config
+from lib.planner.counts import parameter_count
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = sorted(FIXTURES.glob("*.config.json"))

@@ -1,4 +1,4 @@
-"""lib/web/planner.js under Node against lib.sizing, on Hypothesis-drawn normalised configurations: the in-page
+"""lib/planner/web/planner.js under Node against lib.sizing, on Hypothesis-drawn normalised configurations: the in-page
 calculator applies only the generic formulas to the descriptions Python normalises, and must agree exactly
 (parameters, KV bytes per sequence with per-layer windows, the tensor-parallel plan). Seconds, no browser."""
 
@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lib.constants import BYTES_PER_DTYPE, GB, GiB
-from lib.model_config import load_config
+from lib.planner.config import load_config
 from lib.sizing import model_kv_bytes_per_sequence, normalised, parameter_count, plan_gpus
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +42,7 @@ process.stdout.write(JSON.stringify(out));
 
 
 def run_node(cases: list[dict]) -> list[dict]:
-    out = subprocess.run([NODE, "-e", RUNNER, str(ROOT / "lib" / "web" / "planner.js")],
+    out = subprocess.run([NODE, "-e", RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
                          input=json.dumps({"bytes_per_dtype": BYTES_PER_DTYPE, "cases": cases}),
                          capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)

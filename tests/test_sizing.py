@@ -1,4 +1,4 @@
-"""lib.sizing and lib.model_config: published parameter counts, hand-checked KV bytes for every attention
+"""lib.sizing and lib.planner.config: published parameter counts, hand-checked KV bytes for every attention
 variant, FLOPs against lib.flops and against 2 x (matmul weights), the GPU plan's rules, and bad inputs."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from lib.constants import GB, GiB, KiB
 from lib.flops import crossover_length, forward_flops_per_token
-from lib.model_config import (
+from lib.planner.config import (
     SUPPORTED_MODEL_TYPES,
     ConfigError,
     UnsupportedConfigError,

@@ -1,6 +1,6 @@
 """The in-page capacity planner (chapters/capacity_planner.html), driven in Chromium and checked against lib.sizing.
 
-The calculator is plain JavaScript (lib/web/planner.js) with no kernel; these tests fill in its form the way a
+The calculator is plain JavaScript (lib/planner/web/planner.js) with no kernel; these tests fill in its form the way a
 reader would, read the numbers it shows (each output cell carries its exact value in ``data-value``), and
 compare them with lib.sizing for the same inputs: every preset model, edited architectures, other dtypes and
 units, and bad input.
@@ -16,7 +16,7 @@ from urllib.parse import urljoin
 import pytest
 
 from lib.constants import GB, GiB
-from lib.model_config import load_config
+from lib.planner.config import load_config
 from lib.sizing import model_kv_bytes_per_token, model_kv_cache_bytes, parameter_count, plan_gpus, weight_bytes
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

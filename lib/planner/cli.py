@@ -16,14 +16,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from .constants import BYTES_PER_DTYPE, GB, GiB, KiB
+from ..constants import BYTES_PER_DTYPE, GB, GiB, KiB
+from .cache import cached_token_layers, model_kv_bytes_per_sequence, model_kv_bytes_per_token, model_kv_cache_bytes
+from .config import SUPPORTED_MODEL_TYPES, ConfigError, ModelConfig, load_config
+from .counts import parameter_count
+from .flops import forward_flops, model_crossover_length
 from .gpus import GPUS, gpu
-from .kv_cache import cached_token_layers, model_kv_bytes_per_sequence, model_kv_bytes_per_token, model_kv_cache_bytes
-from .model_config import SUPPORTED_MODEL_TYPES, ConfigError, ModelConfig, load_config
-from .model_flops import forward_flops, model_crossover_length
-from .params import parameter_count
 from .serving import ServingAssumptions, activation_peak_bytes, plan_gpus, serving_plan
-from .units import _count, bytes_per_element, format_bytes, parse_bytes
+from .units import as_count, bytes_per_element, format_bytes, parse_bytes
 
 __all__ = ["SCHEMA_VERSION", "JSON_KEYS", "report", "format_report", "normalised", "planner_html", "main"]
 
@@ -38,7 +38,7 @@ JSON_KEYS: dict[str, str] = {
     "family": "the reader used: model_type, or the family given with --assume-family",
     "attention": "multi-head, grouped-query, multi-query or latent",
     "assumptions": "list of strings: what was assumed rather than read (empty: the config was read exactly)",
-    "architecture": "the normalised description (lib.model_config.ModelConfig fields)",
+    "architecture": "the normalised description (lib.planner.config.ModelConfig fields)",
     "parameters": "total, active_per_token and the parts: embedding, lm_head, attention, ffn, norms, ffn_active,"
                   " kv_projection",
     "workload": "context, users, dtype, kv_dtype, gpu (preset name or null), gpu_memory_bytes, cached_token_layers",
@@ -84,19 +84,19 @@ def report(
     """Everything the planner says about ``cfg`` for a workload, as a JSON-ready dict (keys: :data:`JSON_KEYS`).
 
     GPU memory: ``gpu_memory_bytes`` if given, else the preset ``gpu_name`` (default ``"H100-80GB"``, 81,559 MiB).
-    The serving plans follow vLLM's accounting with ``engine`` (:class:`~lib.serving.ServingAssumptions`); a
+    The serving plans follow vLLM's accounting with ``engine`` (:class:`~lib.planner.serving.ServingAssumptions`); a
     fixed ``overhead_bytes`` per GPU replaces the activation and non-torch estimates. ``context`` defaults to 4096.
     """
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     bytes_per_element(dtype)
     bytes_per_element(kv_dtype)
-    context = 4096 if context is None else _count(context, "context")
-    users = _count(users, "users")
+    context = 4096 if context is None else as_count(context, "context")
+    users = as_count(users, "users")
     engine = engine or ServingAssumptions()
     if gpu_memory_bytes is None:
         gpu_name = gpu(gpu_name or "H100-80GB").name
         gpu_memory_bytes = GPUS[gpu_name].memory_bytes
-    gpu_memory_bytes = _count(gpu_memory_bytes, "gpu_memory_bytes")
+    gpu_memory_bytes = as_count(gpu_memory_bytes, "gpu_memory_bytes")
     params = parameter_count(cfg)
     w_bytes = params.total * bytes_per_element(dtype)
     kv_total = model_kv_cache_bytes(cfg, context, users, kv_dtype)

@@ -1,6 +1,6 @@
-// The capacity planner in the browser: the generic formulas of lib.params, lib.kv_cache and lib.serving, line for
-// line, and a small form. Family quirks are not here: lib.planner.planner_html embeds the presets' normalised
-// descriptions (lib.planner.normalised), read once in Python. tests/test_planner_node.py runs these functions
+// The capacity planner in the browser: the generic formulas of lib.planner.counts, lib.planner.cache and lib.planner.serving, line for
+// line, and a small form. Family quirks are not here: lib.planner.cli.planner_html embeds the presets' normalised
+// descriptions (lib.planner.cli.normalised), read once in Python. tests/test_planner_node.py runs these functions
 // under Node against lib.sizing.
 // tests/browser/test_planner.py fills the form in Chromium and compares every output with lib.sizing.
 // Units: GB = 1e9 bytes, GiB = 2^30 bytes (lib/constants.py); bytes per element as lib.constants.BYTES_PER_DTYPE.
@@ -13,13 +13,13 @@
       if (!(dtype in BYTES_PER_DTYPE)) throw new Error("unknown dtype " + dtype);
       return BYTES_PER_DTYPE[dtype];
     }
-    // lib.model_config.ModelConfig.is_moe_layer
+    // lib.planner.config.ModelConfig.is_moe_layer
     function isMoeLayer(c, i) {
       if (!(c.n_routed_experts > 0)) return false;
       if (c.moe_layers) return c.moe_layers[i];
       return i >= c.first_dense_layers && i % c.moe_layer_freq === 0;
     }
-    // lib.model_config.ModelConfig.windows: each layer's window (null: full attention)
+    // lib.planner.config.ModelConfig.windows: each layer's window (null: full attention)
     function windows(c) {
       if (c.layer_windows && c.layer_windows.length === c.n_layers) return c.layer_windows;
       return Array(c.n_layers).fill(c.sliding_window || null);
@@ -28,7 +28,7 @@
     function ffnParams(c, dff) {
       return (c.gated ? 2 : 1) * linear(c.d_model, dff, c.mlp_bias) + linear(dff, c.d_model, c.mlp_bias);
     }
-    // lib.params._attention_params: [one layer, of which key/value projections]
+    // lib.planner.counts.attention_parameters: [one layer, of which key/value projections]
     function attentionParams(c) {
       const d = c.d_model, h = c.n_heads;
       if (c.kv_lora_rank) {
@@ -43,7 +43,7 @@
       const qkNorm = c.qk_norm === "head" ? 2 * c.head_dim : c.qk_norm === "projection" ? w + wkv : 0;
       return [linear(d, w, c.qkv_bias) + kv + linear(w, d, c.o_bias) + qkNorm, kv];
     }
-    // lib.params._ffn_layer: [parameters, of which one token uses]
+    // lib.planner.counts._ffn_layer: [parameters, of which one token uses]
     function ffnLayer(c, i) {
       if (!isMoeLayer(c, i)) { const n = ffnParams(c, c.d_ff); return [n, n]; }
       const expert = ffnParams(c, c.moe_d_ff);
@@ -51,7 +51,7 @@
       if (c.shared_d_ff) always += ffnParams(c, c.shared_d_ff) + (c.shared_gate ? c.d_model : 0);
       return [always + c.n_routed_experts * expert, always + c.n_experts_per_tok * expert];
     }
-    // lib.params.parameter_count
+    // lib.planner.counts.parameter_count
     function parameterCount(c) {
       const d = c.d_model, norm = d * (c.norm_bias ? 2 : 1);
       const [attn, kv] = attentionParams(c);
@@ -63,36 +63,36 @@
       const total = embedding + lmHead + c.n_layers * attn + ffn + norms;
       return { total: total, active: total - ffn + ffnActive, kvProjection: c.n_layers * kv };
     }
-    // lib.kv_cache.kv_elements_per_token_layer x bytes
+    // lib.planner.cache.kv_elements_per_token_layer x bytes
     function kvBytesPerTokenLayer(c, kvDtype) {
       const p = bytesPerElement(kvDtype);
       if (c.kv_lora_rank) return (c.kv_lora_rank + c.qk_rope_head_dim) * p;
       return 2 * c.n_kv_heads * c.head_dim * p;
     }
-    // lib.kv_cache.model_kv_bytes_per_token (eq. kv-bytes; MLA: L (d_c + d_R) p)
+    // lib.planner.cache.model_kv_bytes_per_token (eq. kv-bytes; MLA: L (d_c + d_R) p)
     function kvBytesPerToken(c, kvDtype) { return c.n_layers * kvBytesPerTokenLayer(c, kvDtype); }
     function cachedTokens(context, window) { return window ? Math.min(context, window) : context; }
-    // lib.kv_cache.cached_token_layers: sum over layers of min(n, w_i)
+    // lib.planner.cache.cached_token_layers: sum over layers of min(n, w_i)
     function cachedTokenLayers(c, context) {
       return windows(c).reduce((s, w) => s + cachedTokens(context, w), 0);
     }
-    // lib.kv_cache.model_kv_bytes_per_sequence
+    // lib.planner.cache.model_kv_bytes_per_sequence
     function kvBytesPerSequence(c, context, kvDtype) {
       return kvBytesPerTokenLayer(c, kvDtype) * cachedTokenLayers(c, context);
     }
-    // lib.serving.valid_tp_degrees
+    // lib.planner.serving.valid_tp_degrees
     function validTpDegrees(h, hkv, maxDegree) {
       const out = [];
       for (let t = 1; t <= maxDegree; t++) if (h % t === 0 && (hkv % t === 0 || t % hkv === 0)) out.push(t);
       return out;
     }
-    // lib.serving._kv_share: [fraction of a token's cache on one GPU, key/value replication]
+    // lib.planner.serving._kv_share: [fraction of a token's cache on one GPU, key/value replication]
     function kvShare(c, t) {
       if (c.kv_lora_rank) return [1, t];
       const rep = Math.max(1, Math.floor(t / c.n_kv_heads));
       return [rep / t, rep];
     }
-    // lib.serving.tp_layout
+    // lib.planner.serving.tp_layout
     function tpLayout(c, t, dtype, kvDtype, replicateWeights) {
       const params = parameterCount(c), p = bytesPerElement(dtype);
       const [share, rep] = kvShare(c, t);
@@ -101,7 +101,7 @@
         : (params.total - params.kvProjection + params.kvProjection * kvRep) * p / t;
       return { weightBytesPerGpu: w, kvBytesPerTokenPerGpu: kvBytesPerToken(c, kvDtype) * share };
     }
-    // lib.serving.plan_gpus with one pipeline stage (a fixed overhead per GPU)
+    // lib.planner.serving.plan_gpus with one pipeline stage (a fixed overhead per GPU)
     function planGpus(c, o) {
       const usable = o.memoryFraction * o.gpuMemoryBytes - o.overheadBytes;
       if (!(usable > 0)) throw new Error("nothing is left per GPU after the overhead");

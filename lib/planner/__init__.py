@@ -1,0 +1,62 @@
+"""The capacity planner: how much memory and how many GPUs a decoder-only Transformer needs at inference.
+
+One module per concern, named after what a reader looks for:
+
+* :mod:`lib.planner.units`: bytes per dtype, sizes with units (``"80GB"``, ``"81559MiB"``);
+* :mod:`lib.planner.config`: reading ``config.json`` by hand, family by family, exactly or not at all;
+* :mod:`lib.planner.engine`: the same description read from ``transformers``' own model, built on the meta device;
+* :mod:`lib.planner.counts`: parameter counts and weight bytes;
+* :mod:`lib.planner.cache`: KV-cache bytes (eq. kv-bytes), layer by layer with sliding windows;
+* :mod:`lib.planner.flops`: forward FLOPs of a whole model (the per-block mathematics is :mod:`lib.flops`);
+* :mod:`lib.planner.gpus`: GPU presets, memory as the driver and as the serving engine see it;
+* :mod:`lib.planner.serving`: tensor/pipeline parallel plans under vLLM's memory accounting;
+* :mod:`lib.planner.cli`: the report, its JSON schema, the command line and the in-page calculator
+  (``web/planner.js``).
+
+This package re-exports their public names; ``python -m lib.sizing CONFIG.json --help`` runs the command line.
+"""
+
+from __future__ import annotations
+
+from .cache import (
+    cached_token_layers,
+    cached_tokens,
+    kv_cache_bytes,
+    kv_cache_bytes_per_token,
+    kv_elements_per_token_layer,
+    mha_kv_cache_bytes_per_token,
+    mla_cache_bytes_per_token,
+    model_kv_bytes_per_sequence,
+    model_kv_bytes_per_token,
+    model_kv_cache_bytes,
+)
+from .cli import JSON_KEYS, SCHEMA_VERSION, format_report, main, normalised, planner_html, report
+from .counts import ParameterCount, attention_parameters, layer_parameters, parameter_count, weight_bytes
+from .flops import forward_flops, model_crossover_length
+from .gpus import GPU, GPUS, gpu
+from .serving import (
+    GPUPlan,
+    ServingAssumptions,
+    TPLayout,
+    activation_peak_bytes,
+    naive_gpu_count,
+    plan_gpus,
+    pp_layer_partition,
+    serving_plan,
+    tp_layout,
+    valid_tp_degrees,
+)
+from .units import DTYPE_ALIASES, bytes_per_element, format_bytes, parse_bytes
+
+__all__ = [
+    "DTYPE_ALIASES", "bytes_per_element", "parse_bytes", "format_bytes",
+    "kv_cache_bytes_per_token", "mha_kv_cache_bytes_per_token", "mla_cache_bytes_per_token", "cached_tokens",
+    "kv_cache_bytes", "kv_elements_per_token_layer", "model_kv_bytes_per_token", "cached_token_layers",
+    "model_kv_bytes_per_sequence", "model_kv_cache_bytes",
+    "ParameterCount", "parameter_count", "weight_bytes", "attention_parameters", "layer_parameters",
+    "forward_flops", "model_crossover_length",
+    "GPU", "GPUS", "gpu",
+    "naive_gpu_count", "valid_tp_degrees", "TPLayout", "tp_layout", "pp_layer_partition", "activation_peak_bytes",
+    "GPUPlan", "plan_gpus", "ServingAssumptions", "serving_plan",
+    "SCHEMA_VERSION", "JSON_KEYS", "report", "format_report", "normalised", "planner_html", "main",
+]
