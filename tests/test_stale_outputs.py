@@ -131,84 +131,133 @@ def test_clear_stale_outputs_only_on_change(tmp_path: Path) -> None:
 
 
 def _digest_book(root: Path) -> Path:
-    """A minimal tree for the chapter digests: lib/ with a script and a web asset, a lock file, one chapter."""
+    """A minimal tree for the chapter digests: a package ``lib`` whose module ``a`` imports ``b`` (relative,
+    inside a function) and reads a web asset by path, an unrelated module ``c``, a lock file, one chapter
+    importing ``lib.a``, and a fixture file the chapter names."""
     (root / "lib" / "web").mkdir(parents=True)
-    (root / "lib" / "a.py").write_text("X = 1\n")
+    (root / "lib" / "__init__.py").write_text("")
+    (root / "lib" / "a.py").write_text(
+        "from pathlib import Path\n\nJS = Path(__file__).parent / 'web' / 'planner.js'\n\n\n"
+        "def x():\n    from .b import Y\n\n    return Y\n"
+    )
+    (root / "lib" / "b.py").write_text("Y = 1\n")
+    (root / "lib" / "c.py").write_text("Z = 1\n")
     (root / "lib" / "web" / "planner.js").write_text("const x = 1;\n")
+    (root / "tests" / "fixtures").mkdir(parents=True)
+    (root / "tests" / "fixtures" / "m.json").write_text("{}\n")
     (root / "requirements.lock").write_text("numpy==2.0.0\n")
     (root / "chapters").mkdir()
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell("# A"), nbformat.v4.new_code_cell("print(1)")]
+    nb.cells = [nbformat.v4.new_markdown_cell("# A"),
+                nbformat.v4.new_code_cell("import lib.a\nprint(lib.a.x(), open('../tests/fixtures/m.json').read())")]
     path = root / "chapters" / "a.ipynb"
     nbformat.write(nb, path)
     return path
 
 
-def test_chapter_digest_covers_lib_lock_and_code(tmp_path: Path) -> None:
+def _stamp(ch, path: Path, root: Path) -> None:
+    nb = nbformat.read(path, as_version=4)
+    nb.metadata["book"] = {"inputs_digest": ch.chapter_digest(nb, root, path.parent),
+                           "inputs": ch.input_hashes(nb, root, path.parent)}
+    nbformat.write(nb, path)
+
+
+def test_chapter_digest_covers_what_the_chapter_uses(tmp_path: Path) -> None:
+    """Stale after an edit to an imported module (transitively), a data file a module or a cell names, the lock
+    or the code; fresh after an edit to prose or to a module it does not import."""
     ch = _load_tool(ROOT, "chapters")
     path = _digest_book(tmp_path)
-    nb = nbformat.read(path, as_version=4)
-    assert ch.stale_chapters([path], tmp_path) == [
-        "chapters/a.ipynb: no inputs digest stored; execute it with `python tools/chapters.py execute "
-        "chapters/a.ipynb`"
-    ]
-    nb.metadata["book"] = {"inputs_digest": ch.chapter_digest(nb, tmp_path)}
-    nbformat.write(nb, path)
+    assert ch.stale_chapters([path], tmp_path) == ["chapters/a.ipynb: no inputs digest stored"]
+    _stamp(ch, path, tmp_path)
     assert ch.stale_chapters([path], tmp_path) == []
+    inputs = {p.relative_to(tmp_path).as_posix() for p in ch.chapter_inputs(nbformat.read(path, as_version=4),
+                                                                            tmp_path, path.parent)}
+    assert inputs == {"lib/__init__.py", "lib/a.py", "lib/b.py", "lib/web/planner.js",
+                      "tests/fixtures/m.json", "requirements.lock"}
 
+    nb = nbformat.read(path, as_version=4)
     nb.cells[0].source = "# A, reworded"  # prose does not change outputs
     nbformat.write(nb, path)
     assert ch.stale_chapters([path], tmp_path) == []
+    (tmp_path / "lib" / "c.py").write_text("Z = 2\n")  # not imported: still fresh
+    assert ch.stale_chapters([path], tmp_path) == []
 
-    edits = [
-        (tmp_path / "lib" / "web" / "planner.js", "const x = 2;\n"),  # not only *.py
-        (tmp_path / "lib" / "a.py", "X = 2\n"),
-        (tmp_path / "requirements.lock", "numpy==2.0.1\n"),
-    ]
-    for file, text in edits:
+    for rel, text in [("lib/web/planner.js", "const x = 2;\n"), ("lib/a.py", None), ("lib/b.py", "Y = 2\n"),
+                      ("tests/fixtures/m.json", "[]\n"), ("requirements.lock", "numpy==2.0.1\n")]:
+        file = tmp_path / rel
         before = file.read_text()
-        file.write_text(text)
-        problems = ch.stale_chapters([path], tmp_path)
-        assert len(problems) == 1 and problems[0].startswith("chapters/a.ipynb: stored outputs were computed"), file
+        file.write_text(text if text is not None else before + "# edited\n")
+        assert ch.stale_chapters([path], tmp_path) == [
+            f"chapters/a.ipynb: changed since its outputs were stored: {rel}"], rel
         file.write_text(before)
-        assert ch.stale_chapters([path], tmp_path) == []
+        assert ch.stale_chapters([path], tmp_path) == [], rel
 
-    nb.cells[1].source = "print(2)"  # a code change must re-execute (nbval does not compare figures)
+    nb.cells[1].source += "\nprint(2)"  # a code change must re-execute (nbval does not compare figures)
     nbformat.write(nb, path)
-    assert len(ch.stale_chapters([path], tmp_path)) == 1
+    assert ch.stale_chapters([path], tmp_path) == ["chapters/a.ipynb: changed since its outputs were stored: <code>"]
 
 
 def test_local_package_change_reexecutes_only_its_importer(tmp_path: Path) -> None:
-    """A chapter importing a package from its own folder is stale after an edit there; a chapter that does not
-    import it is not."""
+    """A chapter importing a package from its own folder (here loading its modules dynamically, as the
+    appendix's review does) is stale after an edit to any of its modules; a chapter that does not import it is
+    not."""
     ch = _load_tool(ROOT, "chapters")
     path = _digest_book(tmp_path)
     pkg = tmp_path / "chapters" / "helpers"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text("X = 1\n")
+    (pkg / "__init__.py").write_text("import importlib\n\n\ndef load(n):\n"
+                                     "    return importlib.import_module(f'{__name__}.{n}')\n")
+    (pkg / "one.py").write_text("X = 1\n")
     importer = tmp_path / "chapters" / "b.ipynb"
     nb_b = nbformat.v4.new_notebook()
-    nb_b.cells = [nbformat.v4.new_code_cell("import helpers\nprint(helpers.X)")]
-    for p, nb in ((path, nbformat.read(path, as_version=4)), (importer, nb_b)):
-        nb.metadata["book"] = {"inputs_digest": ch.chapter_digest(nb, tmp_path, chapter_dir=p.parent)}
-        nbformat.write(nb, p)
+    nb_b.cells = [nbformat.v4.new_code_cell("import helpers\nprint(helpers.load('one').X)")]
+    nbformat.write(nb_b, importer)
+    for p in (path, importer):
+        _stamp(ch, p, tmp_path)
     assert ch.stale_chapters([path, importer], tmp_path) == []
-    (pkg / "__init__.py").write_text("X = 2\n")
-    problems = ch.stale_chapters([path, importer], tmp_path)
-    assert len(problems) == 1 and problems[0].startswith("chapters/b.ipynb: stored outputs were computed")
+    (pkg / "one.py").write_text("X = 2\n")
+    assert ch.stale_chapters([path, importer], tmp_path) == [
+        "chapters/b.ipynb: changed since its outputs were stored: chapters/helpers/one.py"]
     (pkg / "__pycache__").mkdir()
     (pkg / "__pycache__" / "x.pyc").write_bytes(b"\0")
-    (pkg / "__init__.py").write_text("X = 1\n")
-    assert ch.stale_chapters([path, importer], tmp_path) == []
+    assert ch.stale_chapters([importer], tmp_path)[0].endswith("chapters/helpers/one.py")
 
 
 def test_pycache_does_not_change_the_digest(tmp_path: Path) -> None:
     ch = _load_tool(ROOT, "chapters")
-    _digest_book(tmp_path)
+    path = _digest_book(tmp_path)
     d1 = ch.inputs_digest(tmp_path)
+    _stamp(ch, path, tmp_path)
     (tmp_path / "lib" / "__pycache__").mkdir()
     (tmp_path / "lib" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
     assert ch.inputs_digest(tmp_path) == d1
+    assert ch.stale_chapters([path], tmp_path) == []
+
+
+def _real_inputs() -> dict[str, set[str]]:
+    ch = _load_tool(ROOT, "chapters")
+    return {p.stem: {q.relative_to(ROOT).as_posix() for q in ch.chapter_inputs(nbformat.read(p, as_version=4),
+                                                                               ROOT, p.parent)}
+            for p in ch.toc_chapters(ROOT)}
+
+
+def test_real_chapters_depend_on_what_they_import() -> None:
+    """On the book itself: a planner module is an input of the planner chapters and not of the softmax
+    chapter; ``lib/softmax.py`` is an input of every chapter whose code imports the softmax module (directly
+    or through another module), and the lock of every chapter."""
+    inputs = _real_inputs()
+    planner = [f for f in inputs["capacity_planner"] if f.startswith("lib/planner/") and f.endswith(".py")]
+    assert planner, "the capacity planner chapter imports no module of lib/planner/"
+    assert "lib/planner/web/planner.js" in inputs["capacity_planner"]
+    for f in planner:
+        assert f not in inputs["softmax"], f
+    assert "lib/softmax.py" in inputs["softmax"]
+    for name, files in inputs.items():
+        assert "requirements.lock" in files, name
+        code = " ".join(c.source for c in nbformat.read(ROOT / "chapters" / f"{name}.ipynb", as_version=4).cells
+                        if c.cell_type == "code")
+        if re.search(r"lib\.softmax|from lib import [^\n]*\bsoftmax\b", code):
+            assert "lib/softmax.py" in files, name
 
 
 def test_toc_lists_every_chapter() -> None:

@@ -2,52 +2,65 @@
 
 A chapter's stored outputs are source: nbval compares every printed number with them, and the book shows
 them. They are only right for the inputs they were computed from, so every executed chapter records in its
-metadata (``metadata.book.inputs_digest``) a SHA-256 over
+metadata (``metadata.book``) a SHA-256 of those inputs (``inputs_digest``) and, per input file, a short hash
+(``inputs``), so that a stale chapter can be explained file by file. The inputs of a chapter are
 
-- every file under ``lib/`` (not only ``*.py``: ``lib/web/planner.js`` is embedded in a chapter),
-- the locked requirements (``requirements.lock``, ``requirements.txt``, ``pyproject.toml``),
-- the chapter's own code cells (a figure is not compared by nbval, so a code edit must re-execute),
-- every file of a local package or module the chapter imports from its own folder (``import errata`` in a
-  chapter under ``chapters/`` reads ``chapters/errata/``), so that an edit there re-executes that chapter only.
+- its own code cells (a figure is not compared by nbval, so a code edit must re-execute);
+- the project modules it really imports, found from the code and followed transitively: ``import lib.x``,
+  ``from lib.x import y`` (``y`` a submodule or a name), relative imports inside ``lib``, imports inside
+  functions, a module named in a string (``python -m lib.sizing`` run as a subprocess), the ``__init__.py``
+  of every package on the way, and local packages of the chapter's own folder (``import errata``);
+- the data files those modules and cells name (``Path(__file__).parent / "web" / "planner.js"``,
+  ``"tests/fixtures/Mistral-7B-v0.1.config.json"``, a fixtures folder): every string literal, or chain of
+  ``/``-joined string literals, that names an existing file or folder of the repository;
+- the locked requirements (``requirements.lock``, ``requirements.txt``, ``pyproject.toml``).
 
-``check`` recomputes the digests and fails, naming each stale chapter, when one differs; the test suite runs
-it (``tests/test_stale_outputs.py``), so a stale figure cannot reach the book.
+An edit elsewhere leaves the chapter fresh: a change to a planner module restales the planner chapters only.
 
 Usage::
 
-    python tools/chapters.py execute [chapters/NAME.ipynb ...]   # default: every chapter in _toc.yml
+    python tools/chapters.py execute [-j N] [--stale] [chapters/NAME.ipynb ...]  # default: every chapter
     python tools/chapters.py check   [chapters/NAME.ipynb ...]
+    python tools/chapters.py deps    chapters/NAME.ipynb                          # list a chapter's inputs
 
 ``execute`` runs each notebook in a fresh kernel in its own folder, with ``BOOK_WIDGETS=static`` (as the tests
-and the book build do), stores the outputs in place and records the digest. It prints one line per chapter
-with its wall time.
+and the book build do), stores the outputs in place and records the digest; ``-j N`` runs N chapters at a
+time (each kernel then single-threaded), ``--stale`` only those whose inputs changed. ``check`` names, for the
+stale chapters, the files whose change made them stale, and prints the one command that re-executes them.
 """
 
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import os
 import re
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCK_FILES = ("requirements.lock", "requirements.txt", "pyproject.toml")
 METADATA_KEY = "book"
+PACKAGES = ("lib",)  # the project's importable packages, at the repository root
+SKIP_PARTS = {"__pycache__", ".git", ".venv", "_build", ".ipynb_checkpoints"}
+MODULE_STRING_RE = re.compile(r"(?:^|\s)(lib(?:\.[A-Za-z_]\w*)+)\b")
+
+
+def _is_input_file(rel: Path) -> bool:
+    """Not a cache, a build output or compiled Python (``rel`` relative to the repository root)."""
+    return not SKIP_PARTS.intersection(rel.parts) and rel.suffix not in {".pyc", ".pyo"}
 
 
 def _lib_files(root: Path) -> list[Path]:
-    return sorted(
-        p for p in (root / "lib").rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in {".pyc", ".pyo"}
-    )
+    return sorted(p for p in (root / "lib").rglob("*") if _is_input_file(p.relative_to(root)) and p.is_file())
 
 
 def inputs_digest(root: Path = ROOT) -> str:
-    """SHA-256 over every file besides a chapter's own code that can change its outputs: ``lib/`` and the
-    requirements (the lock file included)."""
+    """SHA-256 over every file of ``lib/`` and the requirements: what the book build (``tools/build_book.py``)
+    compares to decide that Jupyter Book's execution cache may be reused."""
     files = _lib_files(root) + [root / name for name in LOCK_FILES if (root / name).exists()]
     h = hashlib.sha256()
     for p in files:
@@ -58,38 +71,212 @@ def inputs_digest(root: Path = ROOT) -> str:
     return h.hexdigest()
 
 
-IMPORT_RE = re.compile(r"^\s*(?:from|import)\s+([A-Za-z_]\w*)", flags=re.M)
+# ---------------------------------------------------------------------------------------------------------
+# What a piece of code depends on
 
 
-def local_imports(nb, chapter_dir: Path) -> list[Path]:
-    """The files of the packages and modules a chapter imports from its own folder, sorted."""
-    files: set[Path] = set()
-    for cell in nb.cells:
-        if cell.cell_type != "code":
+def _module_file(root: Path, dotted: str, search: list[Path]) -> Path | None:
+    """The file of module ``dotted`` (a ``.py`` file or a package's ``__init__.py``) under one of ``search``."""
+    parts = dotted.split(".")
+    for base in search:
+        cand = base.joinpath(*parts)
+        if cand.with_suffix(".py").is_file():
+            return cand.with_suffix(".py")
+        if (cand / "__init__.py").is_file():
+            return cand / "__init__.py"
+    return None
+
+
+def _package_inits(root: Path, dotted: str, base: Path) -> list[Path]:
+    """The ``__init__.py`` of every package on the way to ``dotted`` (importing ``lib.pt.x`` runs them)."""
+    out = []
+    parts = dotted.split(".")
+    for i in range(1, len(parts)):
+        init = base.joinpath(*parts[:i]) / "__init__.py"
+        if init.is_file():
+            out.append(init)
+    return out
+
+
+def _path_literals(tree: ast.AST) -> list[str]:
+    """String literals, and chains of ``/``-joined string literals (``ROOT / "tests" / "fixtures"``), that
+    might name a file."""
+    out: list[str] = []
+
+    def chain(node: ast.AST) -> list[str] | None:
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            left, right = chain(node.left), chain(node.right)
+            if right is None:
+                return None
+            return (left or []) + right
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            return [node.value]
+        return None if not isinstance(node, (ast.Name, ast.Attribute, ast.Call)) else []
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and 0 < len(node.value) < 300:
+            out.append(node.value)
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
+            parts = chain(node)
+            if parts and len(parts) > 1:
+                out.append("/".join(parts))
+    return out
+
+
+def _resolve_path_literal(root: Path, text: str, bases: list[Path]) -> list[Path]:
+    text = text.strip()
+    if not text or len(text) > 200 or any(ch.isspace() for ch in text) or text in {".", ".."} \
+            or text.startswith(("http:", "https:")):
+        return []
+    found: list[Path] = []
+    for base in bases:
+        try:
+            cand = (base / text).resolve()
+        except (OSError, ValueError):
             continue
-        for name in IMPORT_RE.findall(cell.source):
-            if (chapter_dir / f"{name}.py").is_file():
-                files.add(chapter_dir / f"{name}.py")
-            elif (chapter_dir / name).is_dir():
-                files.update(
-                    p for p in (chapter_dir / name).rglob("*")
-                    if p.is_file() and "__pycache__" not in p.parts and p.suffix not in {".pyc", ".pyo"}
-                )
+        if not cand.is_relative_to(root) or cand == root or SKIP_PARTS.intersection(cand.relative_to(root).parts):
+            continue
+        try:
+            is_file, is_dir = cand.is_file(), cand.is_dir()
+        except OSError:
+            continue
+        if is_file:
+            found.append(cand)
+        # a folder counts when it is named by a path of two or more parts, or relative to the module's own folder
+        elif is_dir and cand not in {root / p for p in PACKAGES} and ("/" in text or base != root):
+            found.extend(p for p in cand.rglob("*") if p.is_file() and _is_input_file(p.relative_to(root)))
+        if found:
+            break
+    return found
+
+
+def _is_dynamic_import(node: ast.Call) -> bool:
+    """``importlib.import_module(x)`` or ``__import__(x)`` with an ``x`` that is not a string literal."""
+    f = node.func
+    name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+    if name not in {"import_module", "__import__"} or not node.args:
+        return False
+    return not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
+
+
+class _Deps:
+    """The transitive inputs of a set of code snippets: module files and data files."""
+
+    def __init__(self, root: Path, chapter_dir: Path):
+        self.root = root.resolve()
+        self.chapter_dir = chapter_dir.resolve()
+        self.files: set[Path] = set()
+        self._seen_modules: set[Path] = set()
+
+    def _add_module(self, dotted: str, search: list[Path]) -> None:
+        f = _module_file(self.root, dotted, search)
+        if f is None:
+            return
+        base = next(b for b in search if f.is_relative_to(b))
+        for init in _package_inits(self.root, dotted, base):
+            self._visit_module(init)
+        self._visit_module(f)
+
+    def _visit_module(self, f: Path) -> None:
+        f = f.resolve()
+        if f in self._seen_modules:
+            return
+        self._seen_modules.add(f)
+        self.files.add(f)
+        try:
+            tree = ast.parse(f.read_text(), filename=str(f))
+        except SyntaxError:
+            return
+        pkg_parts = f.parent.relative_to(self._base_of(f)).parts  # lib/pt/x.py and lib/pt/__init__.py: lib.pt
+        self._scan(tree, module_dir=f.parent, package=".".join(pkg_parts))
+
+    def _base_of(self, f: Path) -> Path:
+        return self.chapter_dir if f.is_relative_to(self.chapter_dir) else self.root
+
+    def _search(self) -> list[Path]:
+        return [self.root, self.chapter_dir]
+
+    def scan_code(self, source: str) -> None:
+        """A chapter's code cell (IPython magics and shell lines are dropped before parsing)."""
+        lines = [("" if ln.lstrip().startswith(("%", "!")) else ln) for ln in source.splitlines()]
+        try:
+            tree = ast.parse("\n".join(lines))
+        except SyntaxError:
+            return
+        self._scan(tree, module_dir=self.chapter_dir, package="")
+
+    def _scan(self, tree: ast.AST, module_dir: Path, package: str) -> None:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    self._add_module(alias.name, self._search())
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base_parts = package.split(".") if package else []
+                    if node.level > 1:
+                        base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                    mod = ".".join(base_parts + ([node.module] if node.module else []))
+                else:
+                    mod = node.module or ""
+                if not mod:
+                    continue
+                self._add_module(mod, self._search())
+                for alias in node.names:  # ``from lib import softmax``: a submodule, if there is one
+                    if alias.name != "*":
+                        self._add_module(f"{mod}.{alias.name}", self._search())
+            elif isinstance(node, ast.Call) and _is_dynamic_import(node):
+                # importlib.import_module(f"{__name__}.{name}"): which module is not known statically, so
+                # every module of this package folder counts
+                for p in sorted(module_dir.glob("*.py")):
+                    self._visit_module(p)
+        for text in _path_literals(tree):
+            for m in MODULE_STRING_RE.findall(text):  # "python -m lib.sizing", importlib.import_module("lib.x")
+                self._add_module(m, self._search())
+            for p in _resolve_path_literal(self.root, text, [module_dir, self.root, self.chapter_dir]):
+                if p.suffix == ".py":
+                    self._visit_module(p)
+                else:
+                    self.files.add(p.resolve())
+
+
+def chapter_inputs(nb, root: Path = ROOT, chapter_dir: Path | None = None) -> list[Path]:
+    """Every file a chapter's outputs depend on besides its own code cells, sorted."""
+    root = root.resolve()
+    chapter_dir = (chapter_dir or root / "chapters").resolve()
+    deps = _Deps(root, chapter_dir)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            deps.scan_code(cell.source)
+    files = deps.files | {root / name for name in LOCK_FILES if (root / name).exists()}
     return sorted(files)
 
 
-def chapter_digest(nb, root: Path = ROOT, inputs: str | None = None, chapter_dir: Path | None = None) -> str:
-    """The digest a chapter's stored outputs must carry: the shared inputs, the notebook's code cells and the
-    local packages those cells import (``chapter_dir``, default ``chapters/``, is where they are looked up)."""
-    chapter_dir = chapter_dir or root / "chapters"
-    h = hashlib.sha256((inputs or inputs_digest(root)).encode())
+def _rel(p: Path, root: Path) -> str:
+    return p.relative_to(root).as_posix()
+
+
+def _file_hash(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()[:16]
+
+
+def input_hashes(nb, root: Path = ROOT, chapter_dir: Path | None = None) -> dict[str, str]:
+    """``{relative path: short SHA-256}`` of every input file of a chapter (the code cells under ``<code>``)."""
+    root = root.resolve()
+    out = {_rel(p, root): _file_hash(p) for p in chapter_inputs(nb, root, chapter_dir)}
+    h = hashlib.sha256()
     for cell in nb.cells:
         if cell.cell_type == "code":
             h.update(b"\0code\0")
             h.update(cell.source.encode())
-    for p in local_imports(nb, chapter_dir):
-        h.update(b"\0local\0" + p.relative_to(chapter_dir).as_posix().encode() + b"\0")
-        h.update(p.read_bytes())
+    out["<code>"] = h.hexdigest()[:16]
+    return out
+
+
+def chapter_digest(nb, root: Path = ROOT, chapter_dir: Path | None = None) -> str:
+    """The digest a chapter's stored outputs must carry: its code cells and every input file's content."""
+    h = hashlib.sha256()
+    for name, digest in sorted(input_hashes(nb, root, chapter_dir).items()):
+        h.update(f"{name}\0{digest}\0".encode())
     return h.hexdigest()
 
 
@@ -100,70 +287,145 @@ def toc_chapters(root: Path = ROOT) -> list[Path]:
     return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
 
 
-def stale_chapters(paths: list[Path], root: Path = ROOT) -> list[str]:
-    """One line for each chapter whose stored digest is missing or differs from the tree's."""
+def _why_stale(stored: dict, now: dict) -> list[str]:
+    """The inputs that differ between the stored and the current hashes (added, removed or changed)."""
+    names = sorted(set(stored) | set(now))
+    return [n for n in names if stored.get(n) != now.get(n)]
+
+
+def stale_report(paths: list[Path], root: Path = ROOT) -> dict[Path, list[str]]:
+    """``{chapter: [the inputs whose change made it stale]}`` for every stale chapter (``["<no digest>"]``
+    when none was stored)."""
     import nbformat
 
-    inputs = inputs_digest(root)
-    problems = []
+    out: dict[Path, list[str]] = {}
     for path in paths:
         nb = nbformat.read(path, as_version=4)
-        stored = nb.metadata.get(METADATA_KEY, {}).get("inputs_digest")
-        want = chapter_digest(nb, root, inputs, path.parent)
-        rel = path.relative_to(root) if path.is_relative_to(root) else path
+        meta = nb.metadata.get(METADATA_KEY, {})
+        stored = meta.get("inputs_digest")
         if stored is None:
-            problems.append(f"{rel}: no inputs digest stored; execute it with `python tools/chapters.py execute {rel}`")
-        elif stored != want:
-            problems.append(
-                f"{rel}: stored outputs were computed from other inputs (lib/, the requirements or its code "
-                f"changed since); re-execute it with `python tools/chapters.py execute {rel}`"
-            )
-    return problems
+            out[path] = ["<no digest>"]
+            continue
+        if stored == chapter_digest(nb, root, path.parent):
+            continue
+        if "inputs" not in meta:  # stored by the older scheme (one digest over all of lib/)
+            out[path] = ["<digest scheme>"]
+            continue
+        why = _why_stale(meta["inputs"], input_hashes(nb, root, path.parent))
+        out[path] = why or ["<digest scheme>"]
+    return out
 
 
-def execute(paths: list[Path], root: Path = ROOT, timeout: int = 900) -> int:
+def stale_chapters(paths: list[Path], root: Path = ROOT) -> list[str]:
+    """One line for each stale chapter, naming what changed."""
+    lines = []
+    for path, why in stale_report(paths, root).items():
+        rel = path.relative_to(root) if path.is_relative_to(root) else path
+        if why == ["<no digest>"]:
+            lines.append(f"{rel}: no inputs digest stored")
+        else:
+            lines.append(f"{rel}: changed since its outputs were stored: {', '.join(why)}")
+    return lines
+
+
+def _execute_one(path_str: str, root_str: str, timeout: int, single_thread: bool) -> tuple[str, float, str]:
     import nbformat
     from nbclient import NotebookClient
 
+    path, root = Path(path_str), Path(root_str)
     os.environ["BOOK_WIDGETS"] = "static"
+    if single_thread:  # N kernels at a time share the cores; the kernel inherits these
+        for var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+            os.environ[var] = "1"
+    t0 = time.perf_counter()
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+                            resources={"metadata": {"path": str(path.parent)}})
+    try:
+        client.execute()
+    except Exception as exc:  # the notebook on disk is left unchanged
+        return path_str, time.perf_counter() - t0, f"FAILED: {exc}"
+    nb.metadata[METADATA_KEY] = {
+        "inputs_digest": chapter_digest(nb, root, path.parent),
+        "inputs": input_hashes(nb, root, path.parent),
+    }
+    nbformat.write(nb, path)
+    return path_str, time.perf_counter() - t0, ""
+
+
+def execute(paths: list[Path], root: Path = ROOT, timeout: int = 900, jobs: int = 1) -> int:
     failed = 0
-    for i, path in enumerate(paths, 1):
-        rel = path.relative_to(root) if path.is_relative_to(root) else path
-        print(f"[{i}/{len(paths)}] executing {rel} ...", end="", flush=True)
-        t0 = time.perf_counter()
-        nb = nbformat.read(path, as_version=4)
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
-                                resources={"metadata": {"path": str(path.parent)}})
-        try:
-            client.execute()
-        except Exception as exc:  # report and go on with the others; the notebook on disk is left unchanged
-            print(f" FAILED after {time.perf_counter() - t0:.0f} s\n{exc}", flush=True)
-            failed += 1
-            continue
-        nb.metadata[METADATA_KEY] = {"inputs_digest": chapter_digest(nb, root, chapter_dir=path.parent)}
-        nbformat.write(nb, path)
-        print(f" {time.perf_counter() - t0:.0f} s", flush=True)
+    t_all = time.perf_counter()
+    if jobs <= 1:
+        results = (_execute_one(str(p), str(root), timeout, False) for p in paths)
+        for i, (p, dt, err) in enumerate(results, 1):
+            failed += _report(i, len(paths), Path(p), root, dt, err)
+    else:
+        # longest first (by the size of the stored notebook, a fair proxy), so the last ones are short
+        order = sorted(paths, key=lambda p: -p.stat().st_size)
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            futures = [pool.submit(_execute_one, str(p), str(root), timeout, True) for p in order]
+            for i, fut in enumerate(as_completed(futures), 1):
+                p, dt, err = fut.result()
+                failed += _report(i, len(paths), Path(p), root, dt, err)
+    print(f"executed {len(paths) - failed} of {len(paths)} chapters in {time.perf_counter() - t_all:.0f} s"
+          f" ({jobs} at a time)")
     return 1 if failed else 0
+
+
+def _report(i: int, n: int, path: Path, root: Path, dt: float, err: str) -> int:
+    rel = path.relative_to(root) if path.is_relative_to(root) else path
+    print(f"[{i}/{n}] {rel}: {err or 'executed'} ({dt:.0f} s)", flush=True)
+    return 1 if err else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=["execute", "check"])
+    ap.add_argument("command", choices=["execute", "check", "deps"])
     ap.add_argument("notebooks", nargs="*", type=Path, help="default: every chapter in _toc.yml")
+    ap.add_argument("-j", "--jobs", type=int, default=1, help="chapters executed at a time (default 1)")
+    ap.add_argument("--stale", action="store_true", help="execute only the chapters whose inputs changed")
     args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, got {args.jobs}")
     paths = [p.resolve() for p in args.notebooks] or toc_chapters()
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         print(f"chapters.py: no such notebook: {', '.join(missing)}", file=sys.stderr)
         return 2
+    if args.command == "deps":
+        import nbformat
+
+        for path in paths:
+            nb = nbformat.read(path, as_version=4)
+            print(f"{path.relative_to(ROOT)}:")
+            for p in chapter_inputs(nb, ROOT, path.parent):
+                print(f"  {p.relative_to(ROOT)}")
+        return 0
     if args.command == "execute":
-        return execute(paths)
-    problems = stale_chapters(paths)
-    for line in problems:
-        print(line, file=sys.stderr)
-    if not problems:
+        if args.stale:
+            paths = list(stale_report(paths))
+            if not paths:
+                print("chapters.py: every chapter is fresh; nothing to execute")
+                return 0
+        return execute(paths, jobs=args.jobs)
+    report = stale_report(paths)
+    if not report:
         print(f"chapters.py: the stored outputs of all {len(paths)} chapters match their inputs")
-    return 1 if problems else 0
+        return 0
+    by_file: dict[str, list[str]] = {}
+    for path, why in report.items():
+        for name in why:
+            by_file.setdefault(name, []).append(path.stem)
+    print(f"chapters.py: {len(report)} of {len(paths)} chapters are stale:", file=sys.stderr)
+    for name, chapters in sorted(by_file.items()):
+        what = {"<code>": "its code cells", "<no digest>": "no digest stored",
+                "<digest scheme>": "stored by an older digest scheme"}.get(name, name)
+        print(f"  {what}: {', '.join(chapters)}", file=sys.stderr)
+    rels = " ".join(str(p.relative_to(ROOT)) for p in report)
+    jobs = min(len(report), os.cpu_count() or 1)
+    print(f"re-execute them with:\n  .venv/bin/python tools/chapters.py execute -j {jobs} {rels}", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":
