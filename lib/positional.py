@@ -26,8 +26,9 @@ independent of ``pos``. Rotary (RoFormer, eq. 34, interleaved pairs): feature pa
     \qquad\text{(eq. rope)}
 
 so that :math:`\langle R_m q, R_n k\rangle = \langle q, R_{n-m} k\rangle` depends on ``m - n`` only.
-(LLaMA-style code pairs feature ``i`` with ``i + d/2`` instead: the same map up to a fixed permutation of
-features, see :func:`apply_rope_halves`.)
+(Meta's reference LLaMA code rotates the same adjacent pairs, as complex numbers. GPT-NeoX and the Hugging
+Face port of LLaMA pair feature ``i`` with ``i + d/2`` instead, the "rotate half" form: the same map up to a
+fixed permutation of features, see :func:`apply_rope_halves`.)
 """
 
 from __future__ import annotations
@@ -182,7 +183,8 @@ def apply_rope(x: Any, positions: Any | None = None, base: float = 10000.0) -> n
 
 
 def apply_rope_halves(x: Any, positions: Any | None = None, base: float = 10000.0) -> np.ndarray:
-    """Rotary embedding with the "rotate half" pairing of GPT-NeoX / LLaMA code: feature ``i`` pairs with
+    """Rotary embedding with the "rotate half" pairing of GPT-NeoX and of the Hugging Face port of LLaMA
+    (Meta's reference code rotates adjacent pairs, as :func:`apply_rope` does): feature ``i`` pairs with
     ``i + d/2`` (instead of ``2i`` with ``2i+1``), with the same angles.
 
     Equal to :func:`apply_rope` conjugated by the permutation that interleaves the two halves; it has the

@@ -1,6 +1,6 @@
 """Tests of lib.positional (NumPy) and lib.pt.positional (PyTorch): sinusoidal encodings against the
 paper's formula written element by element, the shift-is-a-rotation property, RoPE against a complex-number
-oracle and a LLaMA-style rotate-half oracle, its relative-position property (hypothesis), permutation
+oracle and a GPT-NeoX-style rotate-half oracle, its relative-position property (hypothesis), permutation
 equivariance of attention without positions, the backends against each other, bad inputs."""
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _rope_complex(x: np.ndarray, positions: np.ndarray, base: float) -> np.ndarr
 
 
 def _rope_rotate_half(x: torch.Tensor, positions: torch.Tensor, base: float) -> torch.Tensor:
-    """Oracle: the GPT-NeoX / LLaMA formulation, x * cos + rotate_half(x) * sin with duplicated angles."""
+    """Oracle: the GPT-NeoX / Hugging Face formulation, x * cos + rotate_half(x) * sin with duplicated angles."""
     d = x.shape[-1]
     inv_freq = 1.0 / base ** (torch.arange(0, d, 2, dtype=torch.float64) / d)
     ang = positions.double()[:, None] * inv_freq[None, :]
@@ -124,7 +124,7 @@ def test_rope_matches_complex_multiplication_and_torch(case, offset):
 
 
 @given(rope_case())
-def test_rope_rotate_half_matches_the_llama_formulation(case):
+def test_rope_rotate_half_matches_the_neox_formulation(case):
     x, base = case
     pos = torch.arange(x.shape[-2])
     want = _rope_rotate_half(torch.from_numpy(x), pos, base)
