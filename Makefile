@@ -1,13 +1,16 @@
 # The two commands of the README. Both set up what they need (tools/setup.sh is idempotent).
-.PHONY: book test pdf bench clean
+.PHONY: book test check pdf bench clean
 
 book:  ## Build the HTML book into _build/html, executing every chapter whose inputs changed.
 	bash tools/setup.sh
 	.venv/bin/python tools/build_book.py
 
 test:  ## Every test: lint, stale outputs, lib tests, nbval here and on a simulated other machine, strict build, browser.
-	bash tools/setup.sh --test
-	bash tools/test.sh
+	bash tools/test.sh --setup
+
+check:  ## The quick loop: lint, stale outputs, prose numbers, equations, lib tests, nbval of the chapters affected since BASE.
+	bash tools/setup.sh
+	bash tools/check.sh
 
 pdf:  ## The whole book as one PDF, _build/pdf/book.pdf (the single-page HTML printed by Chromium; needs a Chromium).
 	bash tools/setup.sh --test

@@ -22,6 +22,7 @@ Usage::
     python tools/chapters.py execute [-j N] [--stale] [chapters/NAME.ipynb ...]  # default: every chapter
     python tools/chapters.py check   [chapters/NAME.ipynb ...]
     python tools/chapters.py deps    chapters/NAME.ipynb                          # list a chapter's inputs
+    python tools/chapters.py affected --since REV      # chapters changed, or with a changed input, since REV
 
 ``execute`` runs each notebook in a fresh kernel in its own folder, with ``BOOK_WIDGETS=static`` (as the tests
 and the book build do), stores the outputs in place and records the digest; ``-j N`` runs N chapters at a
@@ -328,6 +329,33 @@ def stale_chapters(paths: list[Path], root: Path = ROOT) -> list[str]:
     return lines
 
 
+def changed_files(base: str, root: Path = ROOT) -> set[str]:
+    """Files that differ between git revision ``base`` and the working tree, untracked files included."""
+    import subprocess
+
+    def git(*args: str) -> list[str]:
+        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"chapters.py: git {' '.join(args)} failed: {proc.stderr.strip()}")
+        return [ln for ln in proc.stdout.splitlines() if ln]
+
+    return set(git("diff", "--name-only", base)) | set(git("ls-files", "--others", "--exclude-standard"))
+
+
+def affected_chapters(paths: list[Path], changed: set[str], root: Path = ROOT) -> list[Path]:
+    """The chapters that are themselves in ``changed`` or have an input in it."""
+    import nbformat
+
+    out = []
+    for path in paths:
+        rel = path.relative_to(root).as_posix()
+        nb = nbformat.read(path, as_version=4)
+        inputs = {p.relative_to(root).as_posix() for p in chapter_inputs(nb, root, path.parent)}
+        if rel in changed or inputs & changed:
+            out.append(path)
+    return out
+
+
 def _execute_one(path_str: str, root_str: str, timeout: int, single_thread: bool) -> tuple[str, float, str]:
     import nbformat
     from nbclient import NotebookClient
@@ -381,10 +409,13 @@ def _report(i: int, n: int, path: Path, root: Path, dt: float, err: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=["execute", "check", "deps"])
+    ap.add_argument("command", choices=["execute", "check", "deps", "affected"])
     ap.add_argument("notebooks", nargs="*", type=Path, help="default: every chapter in _toc.yml")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="chapters executed at a time (default 1)")
     ap.add_argument("--stale", action="store_true", help="execute only the chapters whose inputs changed")
+    ap.add_argument("--since", default="HEAD", metavar="REV",
+                    help="affected: chapters changed, or with an input changed, since git revision REV "
+                         "(default HEAD: the uncommitted changes)")
     args = ap.parse_args(argv)
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, got {args.jobs}")
@@ -401,6 +432,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path.relative_to(ROOT)}:")
             for p in chapter_inputs(nb, ROOT, path.parent):
                 print(f"  {p.relative_to(ROOT)}")
+        return 0
+    if args.command == "affected":
+        for path in affected_chapters(paths, changed_files(args.since)):
+            print(path.relative_to(ROOT))
         return 0
     if args.command == "execute":
         if args.stale:

@@ -2,12 +2,13 @@
 # The full test command (`make test`), one step after another, each printed with its status and seconds:
 #
 #   lint           ruff over lib, tests, tools, benchmarks and the chapters
-#   stale-outputs  every chapter's stored outputs were computed from the tree's lib/, lock file and code
+#   stale-outputs  every chapter's stored outputs were computed from its code and the files it uses
 #   prose-numbers  no result is typed by hand into a chapter's prose (glued, or an allow-listed input)
-#   lib-tests      pytest over the library (and the checks of the tools themselves)
-#   nbval          every chapter re-executed on this machine, every stored output compared
-#   nbval-other    the same on a simulated other machine: other CPU kernels and thread count
-#                  (tools/other_machine.env), so round-off digits differ while the book must not
+#   equations      every numbered equation is executed as displayed or marked a definition
+#   lib-tests      pytest over the library (and the checks of the tools themselves), on every core
+#   nbval          every chapter re-executed and every stored output compared, twice: on this machine and on
+#                  a simulated other machine (other CPU kernels, tools/other_machine.env), so round-off
+#                  digits differ while the book must not; one queue of 2 x chapters jobs on every core
 #   book           strict build (-W -n) of the stored outputs, no execution: the HTML the browser tests read
 #   browser        the built book in Chromium (skipped, and said so, with BOOK_SKIP_BROWSER=1 or without a build)
 #   pdf            the whole book printed to one PDF by Chromium (tools/build_pdf.py), then read back: every
@@ -20,6 +21,8 @@ cd "$(dirname "$0")/.."
 PY=.venv/bin/python
 export BOOK_WIDGETS=static  # lib.book.widgets draws figures, not sliders, in every headless execution
 STRICT_OUT=_build/strict
+JOBS=${BOOK_JOBS:-$(nproc 2>/dev/null || echo 2)}  # workers for the parallel steps (BOOK_JOBS overrides)
+T_START=$SECONDS
 summary=()
 failed=0
 passed=0
@@ -40,6 +43,10 @@ step() {
   fi
 }
 
+if [ "${1:-}" = "--setup" ]; then  # make test: the set-up is the first step, timed like the others
+  step set-up bash tools/setup.sh --test
+  if [ "$failed" -ne 0 ]; then printf '%s\n' "${summary[@]}"; exit 1; fi
+fi
 if [ ! -x "$PY" ]; then
   echo "tools/test.sh: $PY is missing: run 'bash tools/setup.sh --test' (or 'make test', which does)" >&2
   exit 2
@@ -48,15 +55,15 @@ fi
 step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
 step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
-step lib-tests "$PY" -m pytest -q tests -m "not browser and not pdf"
-step nbval bash tools/nbval.sh
-step nbval-other bash tools/other_machine.sh bash tools/nbval.sh
+step equations "$PY" tools/check_equations.py
+step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
+step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
 rm -rf "$STRICT_OUT/_build/html"
 step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
 if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
   summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
 elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
-  BOOK_HTML="$STRICT_OUT/_build/html" step browser "$PY" -m pytest -q tests -m browser
+  BOOK_HTML="$STRICT_OUT/_build/html" step browser "$PY" -m pytest -q -n "$JOBS" tests -m browser
 else
   summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
   failed=$((failed + 1))
@@ -72,5 +79,5 @@ fi
 echo
 echo "Summary:"
 printf '%s\n' "${summary[@]}"
-echo "make test: $passed passed, $failed failed"
+echo "make test: $passed passed, $failed failed in $((SECONDS - T_START)) s ($JOBS workers)"
 [ "$failed" -eq 0 ]

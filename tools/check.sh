@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The quick loop (`make check`, a few minutes): what catches most mistakes before the full `make test`.
+#
+#   lint, stale-outputs, prose-numbers, equations   as in make test (seconds)
+#   lib-tests      pytest over the library on every core (the browser and PDF tests excluded)
+#   nbval          nbval, on this machine and on the simulated other one, of the chapters affected since BASE:
+#                  a chapter whose notebook changed, or one of whose inputs (tools/chapters.py deps) changed
+#
+# BASE defaults to `main` on another branch and to HEAD (the uncommitted changes) on main itself; set it to
+# compare with another revision: `make check BASE=HEAD~3`.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=.venv/bin/python
+export BOOK_WIDGETS=static
+JOBS=${BOOK_JOBS:-$(nproc 2>/dev/null || echo 2)}
+if [ -z "${BASE:-}" ]; then
+  if [ "$(git rev-parse --abbrev-ref HEAD)" = main ]; then BASE=HEAD; else BASE=main; fi
+fi
+summary=()
+failed=0
+T_START=$SECONDS
+step() {
+  local name=$1; shift
+  echo
+  echo "==> $name: $*"
+  local t0=$SECONDS rc=0
+  "$@" || rc=$?
+  if [ "$rc" -eq 0 ]; then summary+=("  PASS  $name ($((SECONDS - t0))s)")
+  else summary+=("  FAIL  $name (exit $rc, $((SECONDS - t0))s)"); failed=$((failed + 1)); fi
+}
+
+step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
+step stale-outputs "$PY" tools/chapters.py check
+step prose-numbers "$PY" tools/check_prose_numbers.py
+step equations "$PY" tools/check_equations.py
+step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
+mapfile -t affected < <("$PY" tools/chapters.py affected --since "$BASE")
+if [ "${#affected[@]}" -eq 0 ]; then
+  summary+=("  SKIP  nbval (no chapter changed, or uses a file changed, since $BASE)")
+else
+  step "nbval (${#affected[@]} chapters affected since $BASE)" "$PY" tools/nbval_parallel.py -j "$JOBS" "${affected[@]}"
+fi
+
+echo
+echo "Summary:"
+printf '%s\n' "${summary[@]}"
+echo "make check: $failed failed in $((SECONDS - T_START)) s (BASE=$BASE; make test runs everything)"
+[ "$failed" -eq 0 ]

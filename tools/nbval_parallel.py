@@ -1,0 +1,130 @@
+"""nbval on every core: each chapter re-executed and compared, on this machine and on the simulated other one.
+
+The test command's two nbval passes (``tools/nbval.sh`` natively, and under ``tools/other_machine.env``) are
+one queue of (chapter, machine) jobs here, run ``-j`` at a time, the longest first (by the seconds each took
+last time, kept in ``_build/nbval-seconds.json``; by notebook size on a fresh clone), so that both cores stay
+busy until the end. Every kernel is single-threaded: ``-j`` kernels share the cores. Each job is exactly
+``tools/nbval.sh``'s pytest command on one notebook, with the machine's environment.
+
+Usage::
+
+    python tools/nbval_parallel.py [-j N] [--machine native|other|both] [chapters/NAME.ipynb ...]
+
+Prints one line per job as it ends (and the failing job's report); exits 1 if any job failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OTHER_ENV = ROOT / "tools" / "other_machine.env"
+SECONDS_FILE = ROOT / "_build" / "nbval-seconds.json"
+THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+def other_machine_env(path: Path = OTHER_ENV) -> dict[str, str]:
+    """The ``NAME=value`` lines of ``tools/other_machine.env`` (comments and blank lines skipped)."""
+    env = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = re.fullmatch(r"([A-Z_][A-Z0-9_]*)=(\S*)", line)
+        if not m:
+            raise ValueError(f"{path}: cannot read the line {line!r} (want NAME=value)")
+        env[m.group(1)] = m.group(2)
+    return env
+
+
+def pytest_command(notebook: Path) -> list[str]:
+    return [str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:randomly", "-p",
+            "no:cacheprovider", "--nbval", "--nbval-current-env", "--nbval-sanitize-with",
+            "tools/nbval_sanitize.cfg", str(notebook.relative_to(ROOT))]
+
+
+def job_env(machine: str, single_thread: bool) -> dict[str, str]:
+    env = dict(os.environ, BOOK_WIDGETS="static")
+    if single_thread:
+        env.update({v: "1" for v in THREAD_VARS})
+    if machine == "other":
+        env.update(other_machine_env())
+    return env
+
+
+def run_job(notebook: Path, machine: str, single_thread: bool) -> tuple[Path, str, int, float, str]:
+    t0 = time.perf_counter()
+    proc = subprocess.run(pytest_command(notebook), cwd=ROOT, env=job_env(machine, single_thread),
+                          capture_output=True, text=True)
+    return notebook, machine, proc.returncode, time.perf_counter() - t0, proc.stdout + proc.stderr
+
+
+def _summary_line(output: str) -> str:
+    lines = [ln for ln in output.strip().splitlines() if re.search(r"\d+ (passed|failed|error)", ln)]
+    return lines[-1].strip("= ") if lines else "no pytest summary"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="jobs at a time (default: cores)")
+    ap.add_argument("--machine", choices=["native", "other", "both"], default="both")
+    ap.add_argument("notebooks", nargs="*", type=Path, help="default: every chapter in _toc.yml")
+    args = ap.parse_args(argv)
+    if args.jobs < 1:
+        ap.error(f"--jobs must be at least 1, got {args.jobs}")
+    sys.path.insert(0, str(ROOT / "tools"))
+    from chapters import toc_chapters
+
+    notebooks = [p.resolve() for p in args.notebooks] or toc_chapters(ROOT)
+    missing = [str(p) for p in notebooks if not p.is_file()]
+    if missing:
+        print(f"nbval_parallel: no such notebook: {', '.join(missing)}", file=sys.stderr)
+        return 2
+    machines = ["native", "other"] if args.machine == "both" else [args.machine]
+    try:
+        last = json.loads(SECONDS_FILE.read_text())
+    except (OSError, ValueError):
+        last = {}
+
+    def cost(job: tuple[Path, str]) -> float:
+        nb, machine = job
+        key = f"{nb.relative_to(ROOT)}:{machine}"
+        return last.get(key, nb.stat().st_size / 20_000 * (1.5 if machine == "other" else 1.0))
+
+    jobs = sorted(((nb, m) for nb in notebooks for m in machines), key=cost, reverse=True)
+    single = args.jobs > 1 or args.machine == "other"
+    cmd = shlex.join(pytest_command(Path(ROOT / "chapters" / "NAME.ipynb")))
+    print(f"nbval_parallel: {len(jobs)} jobs ({len(notebooks)} chapters x {', '.join(machines)}), "
+          f"{args.jobs} at a time{', single-threaded kernels' if single else ''}; each job: {cmd}", flush=True)
+    t_all = time.perf_counter()
+    failed: list[str] = []
+    seconds = dict(last)
+    with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+        futures = [pool.submit(run_job, nb, m, single) for nb, m in jobs]
+        for i, fut in enumerate(as_completed(futures), 1):
+            nb, machine, rc, dt, out = fut.result()
+            rel = nb.relative_to(ROOT)
+            seconds[f"{rel}:{machine}"] = round(dt, 1)
+            status = "PASS" if rc == 0 else "FAIL"
+            print(f"[{i}/{len(jobs)}] {status}  {machine:6s} {rel} ({dt:.0f} s): {_summary_line(out)}", flush=True)
+            if rc != 0:
+                failed.append(f"{machine} {rel}")
+                print(out[-6000:], flush=True)
+    SECONDS_FILE.parent.mkdir(exist_ok=True)
+    SECONDS_FILE.write_text(json.dumps(seconds, indent=1, sort_keys=True) + "\n")
+    print(f"nbval_parallel: {len(jobs) - len(failed)} of {len(jobs)} jobs passed in "
+          f"{time.perf_counter() - t_all:.0f} s" + (f"; failed: {', '.join(failed)}" if failed else ""))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
