@@ -1,0 +1,97 @@
+"""Diagrams of scaled dot-product attention, drawn with matplotlib in the book's figure style.
+
+- :func:`attention_dataflow` -- one head as data flow: ``Q, K, V -> S = Q Kᵀ -> S' = S/√d_k -> mask ->
+  A = softmax(S') -> O = A V``, each stage with the shape of what it produces. The notation chapter shows it.
+
+A diagram is a function of an ``Axes`` (so a chapter can place it) that returns the stages it drew, top to
+bottom, so a chapter can check that the picture and the equations name the same steps.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from lib.book import figures
+
+__all__ = ["Stage", "ATTENTION_STAGES", "attention_dataflow"]
+
+
+class Stage(NamedTuple):
+    """One box of a data-flow diagram: its key, the formula drawn in it and the shape of its result."""
+
+    key: str
+    label: str
+    shape: str
+
+
+#: The stages of one head, in the order the data flows (the inputs first, the output last).
+ATTENTION_STAGES: tuple[Stage, ...] = (
+    Stage("q", r"$Q$", r"$n_q \times d_k$"),
+    Stage("k", r"$K$", r"$n_k \times d_k$"),
+    Stage("v", r"$V$", r"$n_k \times d_v$"),
+    Stage("s", r"$S = Q K^\top$", r"$n_q \times n_k$"),
+    Stage("scale", r"$S' = S / \sqrt{d_k}$", r"$n_q \times n_k$"),
+    Stage("mask", r"mask: $-\infty$ where $M_{ij}$ is False", r"$n_q \times n_k$"),
+    Stage("softmax", r"$A = \mathrm{softmax}(S')$, along each row", r"$n_q \times n_k$"),
+    Stage("out", r"$O = A V$", r"$n_q \times d_v$"),
+)
+
+
+def _box(ax: Any, x: float, y: float, w: float, h: float, text: str, shape: str, *, color: str,
+         dashed: bool = False, size: float = 12.5) -> None:
+    """A rounded box with a formula on its first line and the shape of the result, in grey, below it."""
+    from matplotlib.patches import FancyBboxPatch
+
+    ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h, boxstyle="round,pad=0.02,rounding_size=0.08",
+                                fc=color, ec="0.25", lw=1.3, ls="--" if dashed else "-"))
+    ax.text(x, y + 0.2 * h, text, ha="center", va="center", fontsize=size)
+    ax.text(x, y - 0.27 * h, shape, ha="center", va="center", fontsize=10.5, color="0.3")
+
+
+def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], **kw: Any) -> None:
+    ax.annotate("", xy=end, xytext=start,
+                arrowprops=dict(arrowstyle="-|>", color="0.3", lw=1.4, shrinkA=0, shrinkB=0, **kw))
+
+
+def attention_dataflow(ax: Any, *, masked: bool = True) -> tuple[Stage, ...]:
+    """Draw one head of scaled dot-product attention as data flow on ``ax``, top to bottom.
+
+    Inputs (light blue) at the top, the operations (white) in one column, the output (light green) at the
+    bottom; every box gives the shape of what it produces. The mask stage is dashed: it is optional
+    (``masked=False`` leaves it out). Returns the stages drawn, in order.
+    """
+    stages = {s.key: s for s in ATTENTION_STAGES}
+    inputs = "#DCEBF7"  # a light tint of the palette's blue
+    output = "#D9F0E6"  # a light tint of the palette's green
+    chain = ["s", "scale"] + (["mask"] if masked else []) + ["softmax", "out"]
+    h, step = 1.25, 1.95
+    top = 1.0 + step * len(chain) + 0.3
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0.2, top + 0.75)
+    ax.set_axis_off()
+    cx = 4.4
+    xs = {"q": 2.0, "k": 5.0, "v": 8.7}
+    for key, x in xs.items():
+        _box(ax, x, top, 2.0, h, stages[key].label, stages[key].shape, color=inputs, size=14)
+    ys = [top - step * (i + 1) for i in range(len(chain))]
+    widths = {"s": 3.2, "scale": 3.2, "mask": 6.6, "softmax": 6.6, "out": 3.2}
+    for key, y in zip(chain, ys, strict=True):
+        _box(ax, cx, y, widths[key], h, stages[key].label, stages[key].shape,
+             color=output if key == "out" else "white", dashed=key == "mask")
+    # arrows: Q and K into S; each stage into the next; V around the column into O
+    _arrow(ax, (xs["q"], top - h / 2), (cx - 0.9, ys[0] + h / 2))
+    _arrow(ax, (xs["k"], top - h / 2), (cx + 0.6, ys[0] + h / 2))
+    for y0, y1 in zip(ys[:-1], ys[1:], strict=True):
+        _arrow(ax, (cx, y0 - h / 2), (cx, y1 + h / 2))
+    _arrow(ax, (xs["v"] + 0.6, top - h / 2), (cx + widths["out"] / 2, ys[-1]),
+           connectionstyle="angle,angleA=-90,angleB=0")
+    return tuple(stages[k] for k in ("q", "k", "v", *chain))
+
+
+def attention_dataflow_figure(*, masked: bool = True):
+    """A figure of its own for :func:`attention_dataflow`, narrow enough to stay legible at phone width."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(0.72 * figures.TEXT_WIDTH, 6.4 if masked else 5.4))
+    drawn = attention_dataflow(ax, masked=masked)
+    return fig, drawn
