@@ -11,6 +11,7 @@ import pytest
 
 from lib.constants import GB
 from lib.planner.config import load_config
+from lib.planner.gpus import GPUS
 from lib.sizing import main, report
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,8 +31,13 @@ def test_text_report_end_to_end() -> None:
     assert "6,738,415,616 total" in text
     assert "KV cache per token (fp16): 524,288 B = 512.00 KiB" in text
     assert "214,748,364,800 B = 214.75 GB = 200.00 GiB" in text  # GB and GiB both labelled
-    assert "85.52 GB = 79.65 GiB as reported; naive count 3" in text  # the H100 preset: 81,559 MiB
-    assert "serving plan, tensor parallel: 4 GPU(s) = 4 replica(s) x tensor-parallel 1 x pipeline 1" in text
+    # the H100 preset: torch's total 81,089 MiB (nvidia-smi: 81,559 MiB)
+    assert "85.03 GB = 79.19 GiB as the serving engine sees it (nvidia-smi reports 79.65 GiB)" in text
+    assert "rounded up, would be 3 GPU(s)" in text
+    # the two plans are the same here, so it is printed once
+    assert "serving plan (tensor parallel; no pipeline split does better): 4 GPU(s) = 4 replica(s) x" in text
+    assert "serving plan, tensor x pipeline" not in text
+    assert "engine: vLLM 0.9 to 0.11 (V1 engine), max_num_batched_tokens 8192, max_num_seqs 1024" in text
     assert "ASSUMED" not in text and "engine assumption: gpu_memory_utilization 0.9 bounds" in text
 
 
@@ -43,7 +49,12 @@ def test_json_matches_report(capsys: pytest.CaptureFixture[str]) -> None:
     want = report(load_config(mistral), context=32768, users=16, gpu_memory_bytes=141 * GB, kv_dtype="fp8")
     assert got == json.loads(json.dumps(want))
     assert got["parameters"]["total"] == 7_241_732_096
-    assert got["schema_version"] == 1 and got["assumptions"] == []
+    assert got["schema_version"] == 2 and got["assumptions"] == [] and got["warnings"] == []
+    assert got["serving"]["max_num_seqs"] == 1024  # 141 GB >= 70 GiB and not an A100: vLLM's larger defaults
+    byte_keys = [got[k] for k in ("weights_bytes", "kv_bytes_per_token", "kv_cache_bytes", "total_bytes")]
+    byte_keys += [v for plan in ("tensor_parallel", "tensor_x_pipeline")
+                  for k, v in got["serving"][plan].items() if k.endswith("_per_gpu")]
+    assert all(isinstance(b, int) for b in byte_keys)  # whole bytes, never floats
     assert got["kv_bytes_per_token"] == 65_536 and got["workload"]["cached_token_layers"] == 32 * 4096  # the window
     assert got["kv_bytes_per_sequence"] == 65_536 * 4096
 
@@ -82,8 +93,38 @@ def test_help_shows_every_default() -> None:
     assert out.returncode == 0
     text = " ".join(out.stdout.split())
     for default in ["(default: 4096)", "(default: 1)", "(default: H100-80GB)", "(default: bf16)", "(default: 0.9)",
-                    "(default: 8192)", "(default: 256)", "(default: 1GiB)", "(default: 64)", "(default: 8)"]:
+                    "(default: server)", "(default: 1GiB)", "(default: 64)", "(default: 8)"]:
         assert default in text, default
+    # vLLM's card-dependent batch defaults are spelled out, and every GPU alias is listed
+    assert "8192 for the server on a card of >= 70 GiB other than an A100, else 2048" in text
+    assert "1024 on a card of >= 70 GiB other than an A100, else 256" in text
+    assert "also spelled 4090, a10, a100-40, a100-40gb, a100-80, a100-80gb, b200" in text
+    assert "'a100' is refused: say A100-40GB or A100-80GB" in text
+
+
+def test_ambiguous_gpu_refused_and_plans_use_the_engine_total() -> None:
+    out = run(str(LLAMA), "--gpu", "a100")
+    assert out.returncode == 2 and out.stderr.strip() == "error: GPU 'a100' is ambiguous: say A100-40GB or A100-80GB"
+    r = report(load_config(LLAMA), gpu_name="a10")
+    assert r["workload"]["gpu_memory_bytes"] == GPUS["A10"].engine_bytes < GPUS["A10"].memory_bytes
+    assert (r["serving"]["max_num_batched_tokens"], r["serving"]["max_num_seqs"]) == (2048, 256)  # < 70 GiB
+    r = report(load_config(LLAMA), gpu_name="A100-80GB")  # >= 70 GiB but an A100: the small defaults
+    assert (r["serving"]["max_num_batched_tokens"], r["serving"]["max_num_seqs"]) == (2048, 256)
+    assert any("no public printout" in a for a in r["serving"]["assumptions"])  # its engine total is not known
+
+
+def test_context_beyond_training_warned_and_config_json_named(tmp_path: Path) -> None:
+    r = report(load_config(LLAMA), context=200_000)
+    assert r["warnings"] == ["context 200,000 exceeds the model's max_position_embeddings 4,096: the model was not"
+                             " trained for it, and serving engines refuse it unless told otherwise"]
+    raw = json.loads(LLAMA.read_text())
+    folder = tmp_path / "Llama-2-7b-hf"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(raw))
+    assert load_config(folder / "config.json").name == "Llama-2-7b-hf"  # the folder's name, not "config"
+    raw["_name_or_path"] = "meta-llama/Llama-2-7b-chat-hf"
+    (folder / "config.json").write_text(json.dumps(raw))
+    assert load_config(folder / "config.json").name == "Llama-2-7b-chat-hf"
 
 
 def _write(tmp_path: Path, text: str) -> str:

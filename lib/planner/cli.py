@@ -21,14 +21,14 @@ from .cache import cached_token_layers, model_kv_bytes_per_sequence, model_kv_by
 from .config import SUPPORTED_MODEL_TYPES, ConfigError, ModelConfig, load_config
 from .counts import parameter_count
 from .flops import forward_flops, model_crossover_length
-from .gpus import GPUS, gpu
-from .serving import ServingAssumptions, activation_peak_bytes, plan_gpus, serving_plan
+from .gpus import ALIASES, GPUS, gpu
+from .serving import VLLM_VERSION, ServingAssumptions, activation_peak_bytes, plan_gpus, serving_plan
 from .units import as_count, bytes_per_element, format_bytes, parse_bytes
 
 __all__ = ["SCHEMA_VERSION", "JSON_KEYS", "report", "format_report", "normalised", "planner_html", "main"]
 
 #: Version of the ``--json`` layout: bumped on any rename or change of meaning of a key in :data:`JSON_KEYS`.
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: Top-level keys of :func:`report` (the ``--json`` output), each with its meaning.
 JSON_KEYS: dict[str, str] = {
@@ -38,18 +38,23 @@ JSON_KEYS: dict[str, str] = {
     "family": "the reader used: model_type, or the family given with --assume-family",
     "attention": "multi-head, grouped-query, multi-query or latent",
     "assumptions": "list of strings: what was assumed rather than read (empty: the config was read exactly)",
+    "warnings": "list of strings: inputs the model was not made for (a context beyond max_position_embeddings)",
     "architecture": "the normalised description (lib.planner.config.ModelConfig fields)",
     "parameters": "total, active_per_token and the parts: embedding, lm_head, attention, ffn, norms, ffn_active,"
                   " kv_projection",
-    "workload": "context, users, dtype, kv_dtype, gpu (preset name or null), gpu_memory_bytes, cached_token_layers",
+    "workload": "context, users, dtype, kv_dtype, gpu (preset name or null), gpu_memory_bytes (the total the serving"
+                " engine divides up: torch.cuda.mem_get_info()'s, nvidia-smi's where that is unknown),"
+                " gpu_nvidia_smi_bytes (null for --gpu-memory), cached_token_layers",
     "weights_bytes": "parameters.total x bytes per element of dtype",
     "kv_bytes_per_token": "bytes one token adds to the cache of a layer-complete (unwindowed) model",
     "kv_bytes_per_sequence": "bytes of one sequence of context tokens, summed layer by layer with each window",
     "kv_cache_bytes": "kv_bytes_per_sequence x users",
+    "state_bytes_per_sequence": "fixed per-sequence state of recurrent layers (linear attention, Mamba, convolutions)"
+                                " at the cache dtype; 0 for a model of attention layers only",
     "total_bytes": "weights_bytes + kv_cache_bytes",
     "flops_per_token": "attention, projections, ffn, lm_head, total: forward FLOPs of one token at the context",
     "crossover_context": "context at which attention-score FLOPs equal feed-forward FLOPs",
-    "serving": "engine settings (gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, non_torch_bytes,"
+    "serving": "engine settings (vllm_version, gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, non_torch_bytes,"
                " overhead_bytes), activation_peak_bytes, assumptions (list of strings), and the plans"
                " tensor_parallel and tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas,"
                " sequences_per_replica, usable_bytes_per_gpu, weight_bytes_per_gpu, kv_bytes_per_gpu,"
@@ -92,11 +97,17 @@ def report(
     bytes_per_element(kv_dtype)
     context = 4096 if context is None else as_count(context, "context")
     users = as_count(users, "users")
-    engine = engine or ServingAssumptions()
+    gpu_notes: list[str] = []
+    smi_bytes = None
     if gpu_memory_bytes is None:
-        gpu_name = gpu(gpu_name or "H100-80GB").name
-        gpu_memory_bytes = GPUS[gpu_name].memory_bytes
+        card = gpu(gpu_name or "H100-80GB")
+        gpu_name, gpu_memory_bytes, smi_bytes = card.name, card.plan_bytes, card.memory_bytes
+        if card.engine_bytes is None:
+            gpu_notes.append(f"{card.name}: no public printout of torch.cuda.mem_get_info()'s total was found;"
+                             " planning with nvidia-smi's memory.total, which is a few hundred MiB larger on the"
+                             " cards where both are known")
     gpu_memory_bytes = as_count(gpu_memory_bytes, "gpu_memory_bytes")
+    engine = engine or ServingAssumptions.vllm_defaults(gpu_memory_bytes, gpu_name or "")
     params = parameter_count(cfg)
     w_bytes = params.total * bytes_per_element(dtype)
     kv_total = model_kv_cache_bytes(cfg, context, users, kv_dtype)
@@ -110,10 +121,15 @@ def report(
         else:
             plan = plan_gpus(cfg, memory_fraction=engine.gpu_memory_utilization, overhead_bytes=overhead_bytes,
                              **common)
-        plans[key] = asdict(plan)
+        plans[key] = {k: (int(v) if k == "usable_bytes_per_gpu" else _whole(v)) if k.endswith("_per_gpu") else v
+                      for k, v in asdict(plan).items()}
     serving_notes = engine.describe() if overhead_bytes is None else [
         f"gpu_memory_utilization {engine.gpu_memory_utilization}; a fixed overhead of"
         f" {overhead_bytes / GiB:.2f} GiB per GPU (given) replaces the activation and non-torch estimates"]
+    warnings: list[str] = []
+    if cfg.max_positions and context > cfg.max_positions:
+        warnings.append(f"context {context:,} exceeds the model's max_position_embeddings {cfg.max_positions:,}:"
+                     " the model was not trained for it, and serving engines refuse it unless told otherwise")
     return {
         "schema_version": SCHEMA_VERSION,
         "model": cfg.name or cfg.model_type,
@@ -121,30 +137,39 @@ def report(
         "family": cfg.family or cfg.model_type,
         "attention": cfg.attention_kind,
         "assumptions": list(cfg.assumptions),
+        "warnings": warnings,
         "architecture": normalised(cfg),
         "parameters": {"total": params.total, "active_per_token": params.active, **asdict(params)},
         "workload": {"context": context, "users": users, "dtype": dtype, "kv_dtype": kv_dtype, "gpu": gpu_name,
-                     "gpu_memory_bytes": gpu_memory_bytes, "cached_token_layers": cached_token_layers(cfg, context)},
-        "weights_bytes": w_bytes,
-        "kv_bytes_per_token": model_kv_bytes_per_token(cfg, kv_dtype),
-        "kv_bytes_per_sequence": model_kv_bytes_per_sequence(cfg, context, kv_dtype),
-        "kv_cache_bytes": kv_total,
-        "total_bytes": w_bytes + kv_total,
+                     "gpu_memory_bytes": gpu_memory_bytes, "gpu_nvidia_smi_bytes": smi_bytes,
+                     "cached_token_layers": cached_token_layers(cfg, context)},
+        "weights_bytes": _whole(w_bytes),
+        "kv_bytes_per_token": _whole(model_kv_bytes_per_token(cfg, kv_dtype)),
+        "kv_bytes_per_sequence": _whole(model_kv_bytes_per_sequence(cfg, context, kv_dtype)),
+        "kv_cache_bytes": _whole(kv_total),
+        "state_bytes_per_sequence": 0,
+        "total_bytes": _whole(w_bytes + kv_total),
         "flops_per_token": {"attention": fl.attention, "projections": fl.projections, "ffn": fl.ffn,
                             "lm_head": fl.lm_head, "total": fl.total},
         "crossover_context": model_crossover_length(cfg),
         "serving": {
+            "vllm_version": VLLM_VERSION,
             "gpu_memory_utilization": engine.gpu_memory_utilization,
             "max_num_batched_tokens": engine.max_num_batched_tokens,
             "max_num_seqs": engine.max_num_seqs,
             "non_torch_bytes": engine.non_torch_bytes,
             "overhead_bytes": overhead_bytes,
-            "activation_peak_bytes": activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs,
-                                                           dtype),
-            "assumptions": serving_notes,
+            "activation_peak_bytes": _whole(activation_peak_bytes(cfg, engine.max_num_batched_tokens,
+                                                                  engine.max_num_seqs, dtype)),
+            "assumptions": gpu_notes + serving_notes,
             **plans,
         },
     }
+
+
+def _whole(b: float) -> int:
+    """A byte count as an integer (fp8/int4 sizes are whole bytes for any realistic count; int4 rounds up)."""
+    return int(-(-b // 1))
 
 
 def _plan_line(label: str, g: dict[str, Any]) -> str:
@@ -157,25 +182,35 @@ def _plan_line(label: str, g: dict[str, Any]) -> str:
 def format_report(r: dict[str, Any]) -> str:
     """The readable form of :func:`report` (GB = 10**9 B and GiB = 2**30 B always labelled)."""
     w, p, f, s = r["workload"], r["parameters"], r["flops_per_token"], r["serving"]
-    lines = [f"ASSUMED: {a}" for a in r["assumptions"]]
+    lines = [f"ASSUMED: {a}" for a in r["assumptions"]] + [f"WARNING: {a}" for a in r["warnings"]]
     gpu_text = f"{w['gpu']}, " if w["gpu"] else ""
+    smi = (f" (nvidia-smi reports {w['gpu_nvidia_smi_bytes'] / GiB:,.2f} GiB)"
+           if w.get("gpu_nvidia_smi_bytes") and w["gpu_nvidia_smi_bytes"] != w["gpu_memory_bytes"] else "")
     lines += [
         f"model: {r['model']} ({r['model_type']}, {r['attention']} attention)",
         f"parameters: {p['total']:,} total, {p['active_per_token']:,} active per token",
         f"weights ({w['dtype']}): {format_bytes(r['weights_bytes'])}",
         f"KV cache per token ({w['kv_dtype']}): {r['kv_bytes_per_token']:,.0f} B"
         f" = {r['kv_bytes_per_token'] / KiB:,.2f} KiB",
-        f"KV cache for {w['users']} x {w['context']} tokens ({w['cached_token_layers']:,} token-layers cached each):"
-        f" {format_bytes(r['kv_cache_bytes'])}",
+        f"KV cache for {w['users']} x {w['context']} tokens: {format_bytes(r['kv_cache_bytes'])}"
+        f" ({w['cached_token_layers']:,} token-layers per sequence: cached tokens summed over the layers,"
+        " each layer holding at most its window)",
         f"weights + cache: {format_bytes(r['total_bytes'])}",
         f"forward FLOPs per token at context {w['context']}: {f['total']:.4g} (attention scores {f['attention']:.4g},"
         f" projections {f['projections']:.4g}, feed-forward {f['ffn']:.4g}, LM head {f['lm_head']:.4g})",
         f"attention scores = feed-forward FLOPs at context {r['crossover_context']:,.0f}",
-        f"GPU: {gpu_text}{w['gpu_memory_bytes'] / GB:,.2f} GB = {w['gpu_memory_bytes'] / GiB:,.2f} GiB as reported;"
-        f" naive count {s['tensor_parallel']['naive_gpus']}",
-        _plan_line("serving plan, tensor parallel", s["tensor_parallel"]),
-        _plan_line("serving plan, tensor x pipeline", s["tensor_x_pipeline"]),
+        f"GPU: {gpu_text}{w['gpu_memory_bytes'] / GB:,.2f} GB = {w['gpu_memory_bytes'] / GiB:,.2f} GiB as the"
+        f" serving engine sees it{smi}; (weights + cache) / memory, rounded up, would be"
+        f" {s['tensor_parallel']['naive_gpus']} GPU(s), before any engine overhead or parallelism constraint",
     ]
+    if s["tensor_parallel"] == s["tensor_x_pipeline"]:
+        lines.append(_plan_line("serving plan (tensor parallel; no pipeline split does better)",
+                                s["tensor_parallel"]))
+    else:
+        lines.append(_plan_line("serving plan, tensor parallel", s["tensor_parallel"]))
+        lines.append(_plan_line("serving plan, tensor x pipeline", s["tensor_x_pipeline"]))
+    lines.append(f"engine: {s['vllm_version']}, max_num_batched_tokens {s['max_num_batched_tokens']},"
+                 f" max_num_seqs {s['max_num_seqs']}")
     lines += [f"engine assumption: {a}" for a in s["assumptions"]]
     return "\n".join(lines)
 
@@ -243,16 +278,25 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--context", type=_positive_int, default=4096, help="tokens per sequence")
     ap.add_argument("--users", type=_positive_int, default=1, help="concurrent sequences")
     ap.add_argument("--gpu", default="H100-80GB",
-                    help=f"GPU preset, memory as the device reports it ({', '.join(GPUS)})")
+                    help=f"GPU preset: {', '.join(GPUS)}; also spelled {', '.join(sorted(ALIASES))}"
+                         " ('a100' is refused: say A100-40GB or A100-80GB). Plans use the total that"
+                         " torch.cuda.mem_get_info() reports (what vLLM multiplies by its utilization),"
+                         " nvidia-smi's memory.total where that is not known")
     ap.add_argument("--gpu-memory", default=None,
                     help="memory per GPU with a unit (81559MiB, 80GiB, 141GB); overrides --gpu")
     ap.add_argument("--dtype", default="bf16", help="weight format (fp32, bf16, fp16, fp8, int8, int4)")
     ap.add_argument("--kv-dtype", default=None, help="cache format (default: --dtype)")
     ap.add_argument("--gpu-memory-utilization", "--memory-fraction", dest="utilization", type=_fraction_arg,
                     default=0.9, help="vLLM's bound on everything it allocates per GPU")
-    ap.add_argument("--max-num-batched-tokens", type=_positive_int, default=8192,
-                    help="tokens in vLLM's profiling forward pass (sets the activation estimate)")
-    ap.add_argument("--max-num-seqs", type=_positive_int, default=256, help="sequences whose logits are profiled")
+    ap.add_argument("--max-num-batched-tokens", type=_positive_int, default=None,
+                    help=f"tokens in vLLM's profiling forward pass (sets the activation estimate); default:"
+                         f" {VLLM_VERSION}'s for the card and --vllm-entry (8192 for the server on a card of"
+                         " >= 70 GiB other than an A100, else 2048; offline 16384 and 8192)")
+    ap.add_argument("--max-num-seqs", type=_positive_int, default=None,
+                    help="sequences whose logits are profiled; default: vLLM's for the card (1024 on a card of"
+                         " >= 70 GiB other than an A100, else 256)")
+    ap.add_argument("--vllm-entry", choices=("server", "offline"), default="server",
+                    help="which vLLM defaults apply: 'vllm serve' (server) or the LLM class (offline)")
     ap.add_argument("--non-torch", default="1GiB", help="memory outside PyTorch per GPU, with a unit (assumed)")
     ap.add_argument("--overhead", default=None,
                     help="a fixed overhead per GPU with a unit, replacing the activation and non-torch estimates")
@@ -271,10 +315,16 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         cfg = load_config(args.config, assume_family=args.assume_family)
-        engine = ServingAssumptions(args.utilization, args.max_num_batched_tokens, args.max_num_seqs,
-                                    parse_bytes(args.non_torch, allow_zero=True))
         memory = parse_bytes(args.gpu_memory) if args.gpu_memory is not None else None
         name = None if memory is not None else gpu(args.gpu).name
+        settings: dict[str, Any] = {"gpu_memory_utilization": args.utilization,
+                                    "non_torch_bytes": parse_bytes(args.non_torch, allow_zero=True)}
+        if args.max_num_batched_tokens is not None:
+            settings["max_num_batched_tokens"] = args.max_num_batched_tokens
+        if args.max_num_seqs is not None:
+            settings["max_num_seqs"] = args.max_num_seqs
+        engine = ServingAssumptions.vllm_defaults(memory if memory is not None else GPUS[name].plan_bytes,
+                                                  name or "", args.vllm_entry, **settings)
         overhead = parse_bytes(args.overhead, allow_zero=True) if args.overhead is not None else None
         r = report(cfg, context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name,
                    dtype=args.dtype, kv_dtype=args.kv_dtype, engine=engine, overhead_bytes=overhead,

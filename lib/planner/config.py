@@ -35,6 +35,7 @@ __all__ = [
     "load_config",
     "SUPPORTED_MODEL_TYPES",
     "COUNT_FIELDS",
+    "model_name",
 ]
 
 
@@ -107,6 +108,7 @@ class ModelConfig:
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     name: str = ""
+    max_positions: int = 0  #: ``max_position_embeddings`` (or ``n_positions``) as written; 0: not given
     family: str = ""  #: the reader used (``model_type`` unless the caller assumed a family)
     assumptions: tuple[str, ...] = ()
 
@@ -655,7 +657,9 @@ def config_from_dict(raw: Any, name: str = "", *, assume_family: str | None = No
             " (to ignore it anyway, pass --assume-family FAMILY / assume_family=FAMILY)"
         )
     assumptions += [f"field {k}={raw[k]!r} ignored (the {family!r} reader does not read it)" for k in unread]
-    cfg = ModelConfig(model_type=model_type or "unknown", name=name, family=family,
+    mpe = next((raw[k] for k in ("max_position_embeddings", "n_positions", "max_sequence_length")
+                if isinstance(raw.get(k), int) and not isinstance(raw.get(k), bool) and raw[k] > 0), 0)
+    cfg = ModelConfig(model_type=model_type or "unknown", name=name, family=family, max_positions=mpe,
                       assumptions=tuple(assumptions), **fields)
     _check(cfg, _where(name))
     return cfg
@@ -677,5 +681,23 @@ def load_config(path: str | Path, *, assume_family: str | None = None) -> ModelC
         raw = json.loads(text, parse_constant=lambda c: math.nan)
     except json.JSONDecodeError as err:
         raise ConfigError(f"{p} is not valid JSON: {err.msg} at line {err.lineno} column {err.colno}") from None
-    name = p.name.removesuffix(".json").removesuffix(".config")
-    return config_from_dict(raw, name, assume_family=assume_family)
+    return config_from_dict(raw, model_name(p, raw), assume_family=assume_family)
+
+
+def model_name(path: Path, raw: Any) -> str:
+    """A model's name for the report: the file name without ``.config.json``; for a file called ``config.json``,
+    the last part of its ``_name_or_path``, else its folder's name, else its first architecture."""
+    name = path.name.removesuffix(".json").removesuffix(".config")
+    if name != "config":
+        return name
+    raw = raw if isinstance(raw, dict) else {}
+    hub = raw.get("_name_or_path")
+    if isinstance(hub, str) and hub.strip("/"):
+        return hub.strip("/").split("/")[-1]
+    folder = path.resolve().parent.name
+    if folder:
+        return folder
+    arch = raw.get("architectures")
+    if isinstance(arch, list) and arch and isinstance(arch[0], str):
+        return arch[0]
+    return name

@@ -39,6 +39,8 @@ __all__ = [
     "plan_gpus",
     "ServingAssumptions",
     "serving_plan",
+    "VLLM_VERSION",
+    "vllm_batch_defaults",
 ]
 
 
@@ -276,21 +278,54 @@ def plan_gpus(
                  replicate_weights=replicate_weights, max_tp=max_tp, max_pp=max_pp)
 
 
+#: The vLLM release whose defaults the plans follow (V1 engine, ``EngineArgs.get_batch_defaults``).
+VLLM_VERSION = "vLLM 0.9 to 0.11 (V1 engine)"
+_BIG_GPU = 70 * GiB  #: vLLM's threshold for its larger batch defaults (device total, by torch)
+
+
+def vllm_batch_defaults(device_total_bytes: int, device_name: str = "", entry: str = "server") -> tuple[int, int]:
+    """vLLM's defaults ``(max_num_batched_tokens, max_num_seqs)`` for a card, as :data:`VLLM_VERSION` sets them.
+
+    ``vllm/engine/arg_utils.py`` (``get_batch_defaults``): a device whose total (torch's, the engine's figure)
+    is at least 70 GiB and whose name does not contain "a100" gets 8192 batched tokens for the API server
+    (``entry="server"``, ``vllm serve``) or 16384 for the offline ``LLM`` class (``entry="offline"``), and 1024
+    sequences for both; any other card gets 2048 (server) or 8192 (offline) tokens and 256 sequences. The A100
+    is excluded because larger batches lowered its throughput (vLLM PR #17885, cited in that code). Then
+    ``max_num_seqs`` is capped at ``max_num_batched_tokens``.
+    """
+    if entry not in ("server", "offline"):
+        raise ValueError(f"entry must be 'server' or 'offline', got {entry!r}")
+    big = as_count(device_total_bytes, "device_total_bytes") >= _BIG_GPU and "a100" not in device_name.lower()
+    tokens = (8192 if entry == "server" else 16384) if big else (2048 if entry == "server" else 8192)
+    seqs = 1024 if big else 256
+    return tokens, min(seqs, tokens)
+
+
 @dataclass(frozen=True)
 class ServingAssumptions:
-    """The engine settings a serving plan assumes, each named in the report (vLLM's defaults where it has one)."""
+    """The engine settings a serving plan assumes, each named in the report. The defaults are
+    :data:`VLLM_VERSION`'s for its API server on a card of at least 70 GiB other than an A100 (an H100, H200,
+    B200); :meth:`vllm_defaults` gives them for any card."""
 
     gpu_memory_utilization: float = 0.9  #: vLLM --gpu-memory-utilization (default 0.9)
     max_num_batched_tokens: int = 8192  #: vLLM --max-num-batched-tokens: tokens in the profiling forward pass
-    max_num_seqs: int = 256  #: vLLM --max-num-seqs (default 256): sampled tokens whose logits are profiled
+    max_num_seqs: int = 1024  #: vLLM --max-num-seqs: sampled sequences whose logits are profiled
     non_torch_bytes: int = GiB  #: CUDA context, NCCL and cuBLAS buffers: an assumption; vLLM logs the measurement
+
+    @classmethod
+    def vllm_defaults(cls, device_total_bytes: int, device_name: str = "", entry: str = "server",
+                      **settings: object) -> ServingAssumptions:
+        """vLLM's batch defaults for this card (:func:`vllm_batch_defaults`), other settings as given."""
+        tokens, seqs = vllm_batch_defaults(device_total_bytes, device_name, entry)
+        return cls(**{"max_num_batched_tokens": tokens, "max_num_seqs": seqs, **settings})
 
     def describe(self) -> list[str]:
         return [
             f"gpu_memory_utilization {self.gpu_memory_utilization} bounds weights + activations + non-torch memory"
             " + KV cache together (vLLM's accounting)",
             f"activation peak estimated from the model's dimensions for a profiling pass of"
-            f" {self.max_num_batched_tokens} batched tokens and {self.max_num_seqs} sampled sequences",
+            f" {self.max_num_batched_tokens} batched tokens and {self.max_num_seqs} sampled sequences"
+            f" (defaults of {VLLM_VERSION} for this card unless given)",
             f"non-torch memory {self.non_torch_bytes / GiB:.2f} GiB per GPU (assumed; vLLM measures it at start-up)",
             "CUDA-graph memory not modelled; weights in the stated dtype, quantisation scales not counted",
         ]

@@ -1,0 +1,532 @@
+r"""Memory and compute of one training step: weights, gradients, optimizer states, activations, FLOPs.
+
+Four kinds of memory live on a GPU during a training step:
+
+.. math::
+    M = \underbrace{N_\text{params}\,(w + g + o)}_\text{model states} + A
+    \qquad\text{(eq. train-memory)}
+
+with ``w``, ``g``, ``o`` the bytes per parameter of the weights, their gradients and the optimizer's states
+(:data:`RECIPES`), and ``A`` the activations autograd keeps for the backward pass.
+
+Activations are derived op by op and checked by counting: :func:`count_saved_bytes` runs a forward pass under
+``torch.autograd.graph.saved_tensors_hooks`` and adds up every tensor autograd saves. The rule for adding them
+up: autograd saves *references*, so two saved tensors that are views of one storage (a reshape, a transpose,
+the same normalised input saved by the Q, K and V projections, the rotary ``cos`` table saved by every layer)
+hold that storage once. Each distinct storage is counted once, at its full size in bytes (the allocator holds
+all of it while any view is alive), and the parameters' storages are left out (they are the weights, counted
+in the model states). The storage identity works on the meta device too, so a 405B-parameter model can be
+counted without memory.
+
+Closed forms:
+
+* :func:`book_decoder_layer_bytes`, :func:`book_encoder_layer_bytes`, :func:`book_model_activation_bytes`:
+  the book's encoder-decoder (:mod:`lib.pt.model`), equal to the counted bytes exactly;
+* :func:`llama_layer_bytes`, :func:`llama_activation_bytes`: transformers' Llama-style decoder (RMSNorm, RoPE,
+  SwiGLU, GQA; Mistral, Qwen2, Qwen3), eager or a tiled (flash) kernel;
+* :func:`korthikanti_layer_bytes`: Korthikanti et al. (2022), eq. 2, ``s b h (34 + 5 a s / h)``.
+
+Model states sharded over GPUs: :func:`zero_state_bytes` (ZeRO stages 0-3, Rajbhandari et al. 2020). LoRA:
+:func:`lora_parameters`. Compute: :func:`training_flops_per_token` (``6 N`` plus attention) and
+:func:`gpu_hours`. The published estimators the chapter compares with are :func:`deepspeed_zero2_bytes`,
+:func:`deepspeed_zero3_bytes` and :func:`accelerate_training_bytes`, written from their documented formulas.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "RECIPES",
+    "Recipe",
+    "state_bytes",
+    "adam8bit_state_bytes",
+    "zero_state_bytes",
+    "SavedTensors",
+    "count_saved_bytes",
+    "book_encoder_layer_bytes",
+    "book_decoder_layer_bytes",
+    "book_model_activation_bytes",
+    "book_model_flops",
+    "LlamaShape",
+    "llama_shape",
+    "llama_layer_bytes",
+    "llama_activation_bytes",
+    "llama_checkpointed_bytes",
+    "korthikanti_layer_bytes",
+    "meta_saved_bytes",
+    "lora_parameters",
+    "training_flops_per_token",
+    "gpu_hours",
+    "deepspeed_zero2_bytes",
+    "deepspeed_zero3_bytes",
+    "accelerate_training_bytes",
+]
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Model states: weights, gradients, optimizer states
+# --------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Recipe:
+    """Bytes per parameter of one way to train: ``weights + gradients + optimizer`` (eq. train-memory).
+
+    ``optimizer`` includes an fp32 master copy of the weights where the recipe keeps one.
+    """
+
+    name: str
+    weights: float
+    gradients: float
+    optimizer: float
+    what: str
+
+    @property
+    def total(self) -> float:
+        return self.weights + self.gradients + self.optimizer
+
+
+#: The recipes the book sizes. Mixed-precision AdamW: bf16 weights and gradients (2 + 2), an fp32 master copy
+#: and fp32 first and second moments (4 + 4 + 4): 16 bytes per parameter.
+RECIPES: dict[str, Recipe] = {
+    "adamw": Recipe("adamw", 2, 2, 12, "bf16 weights and gradients; fp32 master copy, m and v"),
+    "adamw-bf16": Recipe("adamw-bf16", 2, 2, 4, "bf16 weights, gradients, m and v; no master copy"),
+    "adamw-fp32": Recipe("adamw-fp32", 4, 4, 8, "fp32 weights, gradients, m and v"),
+    "sgd": Recipe("sgd", 2, 2, 8, "bf16 weights and gradients; fp32 master copy and momentum"),
+    "adamw8bit": Recipe("adamw8bit", 2, 2, 4 + 2 + 8 / 256,
+                        "bf16 weights and gradients; fp32 master copy; m and v in int8, blockwise"
+                        " (256 values share one fp32 scale each)"),
+}
+
+#: bitsandbytes' 8-bit optimizers quantise in blocks of 256 values, with one fp32 absmax per block and state,
+#: and keep tensors under 4096 elements in fp32 (``min_8bit_size``).
+BNB_BLOCK = 256
+BNB_MIN_8BIT_SIZE = 4096
+
+
+def _recipe(name: str) -> Recipe:
+    if name not in RECIPES:
+        raise ValueError(f"unknown optimizer recipe {name!r}; known: {', '.join(RECIPES)}")
+    return RECIPES[name]
+
+
+def _count(n: Any, name: str) -> int:
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {n!r}")
+    return n
+
+
+def adam8bit_state_bytes(numels: Iterable[int]) -> int:
+    """Bytes of 8-bit Adam's two moment states for tensors of the given sizes (bitsandbytes' layout).
+
+    A tensor of ``k >= 4096`` elements keeps ``m`` and ``v`` as int8 plus one fp32 absmax per block of 256 for
+    each: ``2 k + 2 * 4 * ceil(k / 256)``; a smaller one keeps both in fp32, ``8 k``. The fp32 master copy is
+    not included.
+    """
+    total = 0
+    for k in numels:
+        k = _count(k, "numel")
+        total += 2 * k + 8 * math.ceil(k / BNB_BLOCK) if k >= BNB_MIN_8BIT_SIZE else 8 * k
+    return total
+
+
+def state_bytes(n_params: int, recipe: str = "adamw", trainable: int | None = None) -> dict[str, float]:
+    """Weights, gradients and optimizer bytes of a model with ``n_params`` parameters of which ``trainable``
+    are trained (default: all). Frozen parameters have weights only: no gradient, no optimizer state.
+    """
+    n = _count(n_params, "n_params")
+    t = n if trainable is None else _count(trainable, "trainable")
+    if t > n:
+        raise ValueError(f"trainable={t} exceeds n_params={n}")
+    r = _recipe(recipe)
+    return {"weights": r.weights * n, "gradients": r.gradients * t, "optimizer": r.optimizer * t}
+
+
+def zero_state_bytes(n_params: int, recipe: str = "adamw", stage: int = 0, gpus: int = 1,
+                     trainable: int | None = None) -> dict[str, float]:
+    """Model-state bytes held by ONE GPU under ZeRO (Rajbhandari et al. 2020) data parallelism.
+
+    Stage 1 shards the optimizer states over the ``gpus`` data-parallel ranks, stage 2 also the gradients,
+    stage 3 also the weights (FSDP's full sharding). Stage 0 replicates everything.
+    """
+    if stage not in (0, 1, 2, 3):
+        raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {stage!r}")
+    if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
+        raise ValueError(f"gpus must be a positive int, got {gpus!r}")
+    s = state_bytes(n_params, recipe, trainable)
+    return {"weights": s["weights"] / (gpus if stage >= 3 else 1),
+            "gradients": s["gradients"] / (gpus if stage >= 2 else 1),
+            "optimizer": s["optimizer"] / (gpus if stage >= 1 else 1)}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Counting what autograd saves
+# --------------------------------------------------------------------------------------------------------------
+
+@dataclass
+class SavedTensors:
+    """What one forward pass saved for the backward pass.
+
+    ``bytes``: activation bytes, each distinct non-parameter storage once at its full size; ``records``: one
+    ``(shape, dtype, storage bytes, kind)`` per save, kind ``"new"``, ``"shared"`` (a storage already counted)
+    or ``"parameter"``; ``output``: what the forward function returned.
+    """
+
+    bytes: int
+    records: list[tuple[tuple[int, ...], str, int, str]]
+    output: Any
+
+
+def _storage_key(t: Any) -> int:
+    return t.untyped_storage()._cdata  # the StorageImpl's address: one per storage, on any device (meta too)
+
+
+def count_saved_bytes(fn: Callable[[], Any], parameters: Iterable[Any] = ()) -> SavedTensors:
+    """Run ``fn()`` under ``saved_tensors_hooks`` and count the bytes autograd keeps for the backward pass.
+
+    Each distinct storage is counted once, at ``untyped_storage().nbytes()``; storages of ``parameters`` are
+    left out. Works with real tensors and on the meta device.
+    """
+    import torch
+
+    param_keys = {_storage_key(p) for p in parameters}
+    seen: set[int] = set()
+    records: list[tuple[tuple[int, ...], str, int, str]] = []
+    total = 0
+
+    def pack(t: torch.Tensor) -> torch.Tensor:
+        nonlocal total
+        key, nbytes = _storage_key(t), t.untyped_storage().nbytes()
+        kind = "parameter" if key in param_keys else ("shared" if key in seen else "new")
+        if kind == "new":
+            seen.add(key)
+            total += nbytes
+        records.append((tuple(t.shape), str(t.dtype).removeprefix("torch."), nbytes, kind))
+        return t
+
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        out = fn()
+    return SavedTensors(total, records, out)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# The book's encoder-decoder (lib.pt.model), op by op
+# --------------------------------------------------------------------------------------------------------------
+
+def _layer_norm_bytes(tokens: int, d: int, p: int, stat: int) -> int:
+    """lib.pt.norms.layer_norm saves x - mu (twice, once counted), rsqrt(var + eps) and x_hat (for gamma):
+    ``tokens (d stat + stat + d p)``; ``stat`` = 4 for 16-bit input (statistics in fp32), else ``p``."""
+    return tokens * (d * stat + stat + d * p)
+
+
+def _book_attention_bytes(b: int, n_q: int, n_k: int, d: int, h: int, p: int, shared_kv_input: bool) -> int:
+    """Multi-head attention of lib.pt.multihead: Q/K/V input (one storage when self-attention), Q, Kᵀ, the
+    softmax output A (b h n_q n_k), V, and the merged heads (input of W_O)."""
+    q_in = b * n_q * d
+    kv_in = 0 if shared_kv_input else b * n_k * d  # cross-attention: the encoder output, counted once per model
+    return p * (q_in + kv_in + b * n_q * d + b * n_k * d + b * h * n_q * n_k + b * n_k * d + b * n_q * d)
+
+
+def book_encoder_layer_bytes(b: int, n: int, d: int, h: int, d_ff: int, p: int = 4, *,
+                             dropout: bool = False, mask_bytes: int | None = None) -> int:
+    """Bytes a Pre-LN encoder layer of :mod:`lib.pt.blocks` keeps, ``p`` bytes per activation.
+
+    Two LayerNorms, self-attention, the FFN's input, its ReLU output (saved once: by the ReLU and by
+    ``linear2``), and with ``dropout`` one mask per sub-layer of ``mask_bytes`` per element (CPU's fallback
+    keeps it in the activations' dtype, ``p``; CUDA's fused kernel a 1-byte bool).
+    """
+    stat = 4 if p < 4 else p
+    t = b * n
+    total = 2 * _layer_norm_bytes(t, d, p, stat) + _book_attention_bytes(b, n, n, d, h, p, True)
+    total += p * (t * d + t * d_ff)
+    if dropout:
+        total += 2 * t * d * (p if mask_bytes is None else mask_bytes)
+    return total
+
+
+def book_decoder_layer_bytes(b: int, n: int, m: int, d: int, h: int, d_ff: int, p: int = 4, *,
+                             dropout: bool = False, mask_bytes: int | None = None) -> int:
+    """Bytes a Pre-LN decoder layer of :mod:`lib.pt.blocks` keeps (``n`` target, ``m`` source tokens).
+
+    Three LayerNorms; masked self-attention; cross-attention whose K and V inputs are the encoder output
+    (shared by every decoder layer, so counted once in :func:`book_model_activation_bytes`, not here); the FFN.
+    """
+    stat = 4 if p < 4 else p
+    t = b * n
+    total = 3 * _layer_norm_bytes(t, d, p, stat) + _book_attention_bytes(b, n, n, d, h, p, True)
+    total += _book_attention_bytes(b, n, m, d, h, p, False) - p * b * m * d  # memory itself: per model
+    total += p * (t * d + t * d_ff)
+    if dropout:
+        total += 3 * t * d * (p if mask_bytes is None else mask_bytes)
+    return total
+
+
+def book_model_activation_bytes(b: int, n_src: int, n_tgt: int, d: int, h: int, d_ff: int, n_layers: int,
+                                vocab: int, p: int = 4, *, dropout: bool = False,
+                                mask_bytes: int | None = None) -> dict[str, int]:
+    """Every byte the book's Pre-LN :class:`~lib.pt.model.Seq2SeqTransformer` keeps for one step with
+    ``cross_entropy``, by part (sum: ``"total"``).
+
+    Token ids: the source ``(b, n_src)`` and the target ``(b, n_tgt + 1)`` whose first ``n_tgt`` columns are
+    the decoder's input (a view: the whole storage is kept) and whose last ``n_tgt`` are the labels (copied
+    when flattened). Masks: every attention call fills ``~mask`` (a new boolean tensor, one byte per element)
+    and keeps it: per layer ``b n_src`` (encoder), ``b n_tgt^2`` (decoder) and ``b n_src`` (cross).
+    """
+    stat = 4 if p < 4 else p
+    parts = {
+        "token ids": 8 * b * (n_src + n_tgt + 1),
+        "masks": n_layers * (2 * b * n_src + b * n_tgt * n_tgt),
+        "encoder layers": n_layers * book_encoder_layer_bytes(b, n_src, d, h, d_ff, p, dropout=dropout,
+                                                              mask_bytes=mask_bytes),
+        "encoder output": _layer_norm_bytes(b * n_src, d, p, stat) + p * b * n_src * d,
+        "decoder layers": n_layers * book_decoder_layer_bytes(b, n_tgt, n_src, d, h, d_ff, p, dropout=dropout,
+                                                              mask_bytes=mask_bytes),
+        "final norm and logits input": _layer_norm_bytes(b * n_tgt, d, p, stat) + p * b * n_tgt * d,
+        "log-probabilities and targets": p * b * n_tgt * vocab + 8 * b * n_tgt + p,
+    }
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def book_model_flops(b: int, n_src: int, n_tgt: int, d: int, h: int, d_ff: int, n_layers: int,
+                     vocab: int) -> dict[str, int]:
+    """Matmul FLOPs of one training step of the book's model (2 per multiply-add): ``forward``, ``backward``
+    (twice the forward: every matmul needs the gradient of both inputs) and ``total``."""
+    fwd = _book_forward_flops(b, n_src, n_tgt, d, h, d_ff, n_layers, vocab)
+    return {"forward": fwd, "backward": 2 * fwd, "total": 3 * fwd}
+
+
+def _book_forward_flops(b: int, n_src: int, n_tgt: int, d: int, h: int, d_ff: int, n_layers: int,
+                        vocab: int) -> int:
+    ts, tt = b * n_src, b * n_tgt
+    enc = 2 * ts * (4 * d * d + 2 * d * d_ff) + 4 * b * n_src * n_src * d
+    self_attn = 2 * tt * 4 * d * d + 4 * b * n_tgt * n_tgt * d
+    cross = 2 * tt * 2 * d * d + 2 * ts * 2 * d * d + 4 * b * n_tgt * n_src * d
+    dec = self_attn + cross + 2 * tt * 2 * d * d_ff
+    return n_layers * (enc + dec) + 2 * tt * d * vocab
+
+
+# --------------------------------------------------------------------------------------------------------------
+# transformers' Llama-style decoder (RMSNorm, RoPE, SwiGLU, GQA), op by op
+# --------------------------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LlamaShape:
+    """The sizes a Llama-style decoder's activations depend on (read from a config.json by
+    :func:`llama_shape`)."""
+
+    d: int
+    n_heads: int
+    n_kv_heads: int
+    head_dim: int
+    d_ff: int
+    n_layers: int
+    vocab: int
+    qk_norm: bool = False  # Qwen3: an RMSNorm on each head's query and key
+
+
+LLAMA_STYLE = ("llama", "mistral", "qwen2", "qwen3")
+
+
+def llama_shape(config: dict[str, Any]) -> LlamaShape:
+    """Read a Llama-style ``config.json`` (``model_type`` llama, mistral, qwen2 or qwen3)."""
+    mt = config.get("model_type")
+    if mt not in LLAMA_STYLE:
+        raise ValueError(f"the Llama-style closed form covers model_type {', '.join(LLAMA_STYLE)}, got {mt!r}")
+    try:
+        d, h, L = config["hidden_size"], config["num_attention_heads"], config["num_hidden_layers"]
+        f, v = config["intermediate_size"], config["vocab_size"]
+    except KeyError as e:
+        raise ValueError(f"config.json lacks {e.args[0]!r}, needed for the activation closed form") from None
+    hd = config.get("head_dim") or d // h
+    return LlamaShape(d, h, config.get("num_key_value_heads") or h, hd, f, L, v, qk_norm=mt == "qwen3")
+
+
+def _rms_norm_bytes(tokens: int, width: int, p: int) -> int:
+    """transformers' RMSNorm: the fp32 copy of its input (kept by ``pow``), the fp32 ``rsqrt`` per row, and the
+    normalised input in the model's dtype (kept by the ``weight *``). In fp32 the copy is the input itself."""
+    return tokens * (4 * width + 4 + p * width) if p < 4 else tokens * (4 * width + 4 + 4 * width)
+
+
+def llama_layer_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager") -> dict[str, int]:
+    """Bytes one decoder layer of transformers' Llama-style model keeps, by op (sum: ``"total"``).
+
+    ``attention="eager"``: ``softmax(..., dtype=float32)`` keeps its fp32 output (``4 b h n^2``) and the
+    probabilities cast back to the model's dtype are kept by the ``P V`` matmul (``p b h n^2``; the same tensor
+    when ``p = 4``); K and V are kept after ``repeat_kv`` (expanded to all ``h`` heads).
+    ``attention="flash"``: a tiled kernel keeps Q, K, V (not expanded), its output and one fp32 log-sum-exp
+    per row and head (``4 b h n``), never an ``n x n`` matrix.
+    """
+    if attention not in ("eager", "flash"):
+        raise ValueError(f"attention must be 'eager' or 'flash', got {attention!r}")
+    t, h, hk, hd = b * n, s.n_heads, s.n_kv_heads, s.head_dim
+    parts = {"attention norm": _rms_norm_bytes(t, s.d, p), "Q/K/V input": p * t * s.d}
+    if s.qk_norm:
+        parts["Q/K norms"] = _rms_norm_bytes(t * h, hd, p) + _rms_norm_bytes(t * hk, hd, p)
+    if attention == "eager":
+        parts["Q, K, V (K and V per query head)"] = p * t * hd * (h + 2 * h)
+        parts["softmax output (fp32)"] = 4 * b * h * n * n
+        if p < 4:
+            parts["probabilities (model dtype)"] = p * b * h * n * n
+    else:
+        parts["Q, K, V"] = p * t * hd * (h + 2 * hk)
+        parts["kernel output and log-sum-exp"] = p * t * h * hd + 4 * b * h * n
+    parts["W_O input"] = p * t * h * hd
+    parts["MLP norm"] = _rms_norm_bytes(t, s.d, p)
+    parts["gate/up input"] = p * t * s.d
+    parts["gate, SiLU(gate), up, product"] = 4 * p * t * s.d_ff
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def llama_activation_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager",
+                           checkpointing: str = "none") -> dict[str, int]:
+    """Activation bytes of one training step of a Llama-style model with the loss, by part.
+
+    Outside the layers: the token ids (int64), RoPE's ``cos`` and ``sin`` tables (``(1, 1, n, head_dim)``
+    each, kept once for all layers), the final norm, the LM head's input, the log-probabilities in fp32
+    (transformers upcasts the logits before the loss: ``4 b n V``) and the labels, padded by one and shifted.
+    ``checkpointing="full"`` keeps only each layer's input (``p b n d``) and one layer's activations at a time
+    during the backward pass (see :func:`llama_checkpointed_bytes`).
+    """
+    if checkpointing not in ("none", "full"):
+        raise ValueError(f"checkpointing must be 'none' or 'full', got {checkpointing!r}")
+    t = b * n
+    layer = llama_layer_bytes(s, b, n, p, attention)["total"]
+    parts = {
+        "token ids": 8 * t,
+        "RoPE cos and sin": 2 * p * n * s.head_dim,
+        "layers": s.n_layers * layer,
+        "final norm": _rms_norm_bytes(t, s.d, p),
+        "LM head input": p * t * s.d,
+        "log-probabilities (fp32)": 4 * t * s.vocab,
+        "labels": 8 * b * (n + 1),
+        "loss normaliser": 4,
+    }
+    if checkpointing == "full":
+        parts["layers"] = llama_checkpointed_bytes(s, b, n, p, attention)
+    parts["total"] = sum(parts.values())
+    return parts
+
+
+def llama_checkpointed_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager") -> int:
+    """Full activation checkpointing: each layer's input is kept (``L p b n d``); in the backward pass one
+    layer at a time is recomputed, so the peak adds one layer's activations (:func:`llama_layer_bytes`)."""
+    return s.n_layers * p * b * n * s.d + llama_layer_bytes(s, b, n, p, attention)["total"]
+
+
+def korthikanti_layer_bytes(s: int, b: int, h: int, a: int) -> float:
+    """Korthikanti et al. (2022), eq. 2: activation bytes per layer ``s b h (34 + 5 a s / h)`` (16-bit
+    activations, 1-byte dropout masks, GPT-style layer with a 4h MLP, no parallelism)."""
+    return s * b * h * (34 + 5 * a * s / h)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Any transformers model, counted on the meta device
+# --------------------------------------------------------------------------------------------------------------
+
+def _meta_model(config: dict[str, Any], n_layers: int, attention: str, dtype: Any) -> Any:
+    import torch
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    fields = {k: v for k, v in config.items() if k not in ("architectures", "transformers_version", "auto_map")}
+    fields["num_hidden_layers"] = n_layers
+    if "layer_types" in fields:
+        fields["layer_types"] = fields["layer_types"][:n_layers]
+    cfg = AutoConfig.for_model(**fields)
+    with torch.device("meta"):
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attention)
+    return model.train()
+
+
+def meta_saved_bytes(config: dict[str, Any], n: int = 2048, b: int = 1, attention: str = "eager",
+                     dtype: str = "bf16", n_layers: int | None = None) -> dict[str, int]:
+    """Bytes autograd keeps for a forward pass with labels of transformers' own model, built on the meta
+    device from ``config`` (no memory is allocated), counted by :func:`count_saved_bytes`.
+
+    With ``n_layers=None`` the model is built with 1 and with 2 layers: the difference is one layer's bytes
+    and the full model's are ``outside + L * per_layer`` (exact when every layer has the same shape, as in the
+    dense families). Returns ``per_layer``, ``outside`` and ``total``.
+    """
+    import torch
+
+    tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
+    L = config["num_hidden_layers"]
+
+    def run(layers: int) -> int:
+        model = _meta_model(config, layers, attention, tdt)
+        ids = torch.zeros(b, n, dtype=torch.long, device="meta")
+        return count_saved_bytes(lambda: model(input_ids=ids, labels=ids), model.parameters()).bytes
+
+    if n_layers is not None:
+        return {"total": run(n_layers)}
+    one, two = run(1), run(2)
+    per_layer = two - one
+    return {"per_layer": per_layer, "outside": one - per_layer, "total": one - per_layer + L * per_layer}
+
+
+# --------------------------------------------------------------------------------------------------------------
+# LoRA, FLOPs, time
+# --------------------------------------------------------------------------------------------------------------
+
+LORA_TARGETS = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}
+
+
+def lora_parameters(s: LlamaShape, rank: int, targets: Iterable[str] = ("q_proj", "v_proj")) -> int:
+    """Trainable parameters of LoRA (Hu et al. 2021) on a Llama-style model: each adapted ``d_in -> d_out``
+    linear map gains ``A (r, d_in)`` and ``B (d_out, r)``, ``r (d_in + d_out)`` parameters, in every layer."""
+    if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
+        raise ValueError(f"LoRA rank must be a positive int, got {rank!r}")
+    targets = list(targets)
+    bad = [t for t in targets if t not in LORA_TARGETS]
+    if bad or not targets:
+        raise ValueError(f"LoRA targets must be among {', '.join(sorted(LORA_TARGETS))}, got {targets!r}")
+    q, kv = s.n_heads * s.head_dim, s.n_kv_heads * s.head_dim
+    shapes = {"q_proj": (s.d, q), "k_proj": (s.d, kv), "v_proj": (s.d, kv), "o_proj": (q, s.d),
+              "gate_proj": (s.d, s.d_ff), "up_proj": (s.d, s.d_ff), "down_proj": (s.d_ff, s.d)}
+    return s.n_layers * sum(rank * sum(shapes[t]) for t in set(targets))
+
+
+def training_flops_per_token(n_matmul_params: int, n_layers: int, n: int, attn_width: int,
+                             causal_half: bool = False) -> int:
+    """FLOPs of one training step per token: ``6 N`` for the matrices (2 forward, 4 backward per parameter
+    and token) plus the attention scores and weighted sum, ``3 * 4 n d_attn`` per layer (``QKᵀ`` and ``A V``,
+    each ``2 n d_attn`` forward per token and twice that backward). ``causal_half`` halves the attention term
+    (a kernel that skips the masked half)."""
+    attn = 12 * n_layers * n * attn_width
+    return 6 * n_matmul_params + (attn // 2 if causal_half else attn)
+
+
+def gpu_hours(flops: float, peak_flops: float, mfu: float) -> float:
+    """Hours of GPU time to perform ``flops`` at model-FLOPs utilisation ``mfu`` of ``peak_flops`` per second."""
+    if not 0 < mfu <= 1:
+        raise ValueError(f"mfu must lie in (0, 1], got {mfu!r}")
+    if peak_flops <= 0:
+        raise ValueError(f"peak_flops must be positive, got {peak_flops!r}")
+    return flops / (peak_flops * mfu) / 3600
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Published estimators, written from their documented formulas (for the chapter's side-by-side)
+# --------------------------------------------------------------------------------------------------------------
+
+def deepspeed_zero2_bytes(total_params: int, gpus: int, cpu_offload: bool = False) -> dict[str, float]:
+    """DeepSpeed's ``estimate_zero2_model_states_mem_needs`` (no offload): per GPU
+    ``4 P + 16 P / gpus`` bytes; with optimizer offload ``2 P`` on the GPU. Model states only."""
+    gpu = 2 * total_params if cpu_offload else 4 * total_params + 16 * total_params / gpus
+    return {"gpu": gpu}
+
+
+def deepspeed_zero3_bytes(total_params: int, largest_layer_params: int, gpus: int) -> dict[str, float]:
+    """DeepSpeed's ``estimate_zero3_model_states_mem_needs`` (no offload): per GPU
+    ``4 * largest_layer + 18 P / gpus`` bytes. Model states only."""
+    return {"gpu": 4 * largest_layer_params + 18 * total_params / gpus}
+
+
+def accelerate_training_bytes(total_params: int) -> float:
+    """accelerate's ``estimate-memory``, "training using Adam": four times the model's fp32 size (weights,
+    gradients and two moments, each ``4 P``), ``16 P`` bytes; activations not included."""
+    return 4 * 4 * total_params
