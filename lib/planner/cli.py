@@ -54,8 +54,8 @@ JSON_KEYS: dict[str, str] = {
     "total_bytes": "weights_bytes + kv_cache_bytes",
     "flops_per_token": "attention, projections, ffn, lm_head, total: forward FLOPs of one token at the context",
     "crossover_context": "context at which attention-score FLOPs equal feed-forward FLOPs",
-    "serving": "engine settings (vllm_version, gpu_memory_utilization, max_num_batched_tokens, max_num_seqs, non_torch_bytes,"
-               " overhead_bytes), activation_peak_bytes, assumptions (list of strings), and the plans"
+    "serving": "engine settings (vllm_version, gpu_memory_utilization, max_num_batched_tokens, max_num_seqs,"
+               " non_torch_bytes, overhead_bytes), activation_peak_bytes, assumptions (list of strings), and the plans"
                " tensor_parallel and tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas,"
                " sequences_per_replica, usable_bytes_per_gpu, weight_bytes_per_gpu, kv_bytes_per_gpu,"
                " overhead_bytes_per_gpu, naive_gpus)",

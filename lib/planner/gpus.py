@@ -49,7 +49,8 @@ def _gib(x: float) -> int:
     return round(x * GiB)
 
 
-_SMI_MODAL = "nvidia-smi memory.total, listed in modal-labs/modal-client PR #2797 (github.com/modal-labs/modal-client/pull/2797)"
+_SMI_MODAL = ("nvidia-smi memory.total, listed in modal-labs/modal-client PR #2797"
+              " (github.com/modal-labs/modal-client/pull/2797)")
 _PROPS = "torch.cuda.get_device_properties total_memory"
 
 GPUS: dict[str, GPU] = {g.name: g for g in [

@@ -358,7 +358,8 @@ def llama_layer_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str 
     probabilities cast back to the model's dtype are kept by the ``P V`` matmul (``p b h n^2``; the same tensor
     when ``p = 4``); K and V are kept after ``repeat_kv`` (expanded to all ``h`` heads).
     ``attention="flash"``: a tiled kernel keeps Q, K, V (not expanded), its output and one fp32 log-sum-exp
-    per row and head (``4 b h n``), never an ``n x n`` matrix.
+    per row and head (``4 b h n``), never an ``n x n`` matrix; it writes its output in ``(b, n, h, head_dim)``
+    order, so the merged heads that ``W_O`` keeps are a view of it (one storage).
     """
     if attention not in ("eager", "flash"):
         raise ValueError(f"attention must be 'eager' or 'flash', got {attention!r}")
@@ -373,8 +374,8 @@ def llama_layer_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str 
             parts["probabilities (model dtype)"] = p * b * h * n * n
     else:
         parts["Q, K, V"] = p * t * hd * (h + 2 * hk)
-        parts["kernel output and log-sum-exp"] = p * t * h * hd + 4 * b * h * n
-    parts["W_O input"] = p * t * h * hd
+        parts["log-sum-exp (fp32)"] = 4 * b * h * n
+    parts["W_O input" if attention == "eager" else "kernel output = W_O input"] = p * t * h * hd
     parts["MLP norm"] = _rms_norm_bytes(t, s.d, p)
     parts["gate/up input"] = p * t * s.d
     parts["gate, SiLU(gate), up, product"] = 4 * p * t * s.d_ff
@@ -388,9 +389,10 @@ def llama_activation_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention:
 
     Outside the layers: the token ids (int64), RoPE's ``cos`` and ``sin`` tables (``(1, 1, n, head_dim)``
     each, kept once for all layers), the final norm, the LM head's input, the log-probabilities in fp32
-    (transformers upcasts the logits before the loss: ``4 b n V``) and the labels, padded by one and shifted.
-    ``checkpointing="full"`` keeps only each layer's input (``p b n d``) and one layer's activations at a time
-    during the backward pass (see :func:`llama_checkpointed_bytes`).
+    (transformers upcasts the logits before the loss: ``4 b n V``) and the labels, padded by one and shifted
+    (with ``b = 1`` a view of the padded ``n + 1`` storage, else a copy of ``b n``; on the meta device the copy
+    keeps ``b (n + 1)``, 8 b bytes more). ``checkpointing="full"`` keeps each layer's input (``p b n d``) and,
+    during the backward pass, one layer's recomputed activations at a time (:func:`llama_checkpointed_bytes`).
     """
     if checkpointing not in ("none", "full"):
         raise ValueError(f"checkpointing must be 'none' or 'full', got {checkpointing!r}")
@@ -403,11 +405,12 @@ def llama_activation_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention:
         "final norm": _rms_norm_bytes(t, s.d, p),
         "LM head input": p * t * s.d,
         "log-probabilities (fp32)": 4 * t * s.vocab,
-        "labels": 8 * b * (n + 1),
+        "labels": 8 * (b * n + 1) if b == 1 else 8 * b * n,
         "loss normaliser": 4,
     }
     if checkpointing == "full":
-        parts["layers"] = llama_checkpointed_bytes(s, b, n, p, attention)
+        parts["layers"] = s.n_layers * p * t * s.d
+        parts["one layer recomputed"] = layer
     parts["total"] = sum(parts.values())
     return parts
 
