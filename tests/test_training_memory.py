@@ -1,0 +1,206 @@
+"""Memory and compute of a training step (lib.planner.training): every closed form against a count.
+
+Oracles: the bytes autograd saves (``saved_tensors_hooks``), with real tensors on the book's model and on small
+transformers models, and on the meta device for the published configs; the optimizer's own state tensors after
+one step; ``FlopCounterMode`` for FLOPs.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from lib.planner import training as T
+from lib.pt.model import Seq2SeqTransformer, source_mask, target_mask
+
+FIXTURES = Path(__file__).parent / "fixtures"
+LLAMA_STYLE = ["Llama-2-7b-hf", "Mistral-7B-v0.1", "Qwen2.5-7B-Instruct", "Qwen3-8B"]
+
+transformers = pytest.importorskip("transformers")
+
+
+def _book_step(dtype: torch.dtype, dropout: float, b: int = 3, n_src: int = 7, n_tgt: int = 5,
+               d: int = 16, h: int = 4, d_ff: int = 32, L: int = 2, V: int = 50):
+    torch.manual_seed(0)
+    model = Seq2SeqTransformer(V, d, h, d_ff, L, dropout=dropout).to(dtype).train()
+    src = torch.randint(1, V, (b, n_src))
+    tgt = torch.randint(1, V, (b, n_tgt + 1))
+    tgt_in, labels = tgt[:, :-1], tgt[:, 1:]
+
+    def loss():
+        logits = model(src, tgt_in, source_mask(src, 0), target_mask(tgt_in, 0))
+        return F.cross_entropy(logits.reshape(-1, V), labels.reshape(-1))
+
+    return model, loss, (b, n_src, n_tgt, d, h, d_ff, L, V)
+
+
+@pytest.mark.parametrize("dtype,p", [(torch.float32, 4), (torch.bfloat16, 2)])
+@pytest.mark.parametrize("dropout", [0.0, 0.1])
+def test_book_model_closed_form_equals_saved_tensors(dtype, p, dropout):
+    model, loss, dims = _book_step(dtype, dropout)
+    counted = T.count_saved_bytes(loss, model.parameters()).bytes
+    assert counted == T.book_model_activation_bytes(*dims, p, dropout=dropout > 0)["total"]
+
+
+def test_book_layers_closed_form_per_layer():
+    """Adding one layer adds exactly one encoder and one decoder layer's bytes (and their masks)."""
+    one = _book_step(torch.float32, 0.0, L=1)
+    two = _book_step(torch.float32, 0.0, L=2)
+    c1 = T.count_saved_bytes(one[1], one[0].parameters()).bytes
+    c2 = T.count_saved_bytes(two[1], two[0].parameters()).bytes
+    b, n_src, n_tgt, d, h, d_ff, _, _ = one[2]
+    per_layer = (T.book_encoder_layer_bytes(b, n_src, d, h, d_ff) + T.book_decoder_layer_bytes(
+        b, n_tgt, n_src, d, h, d_ff) + 2 * b * n_src + b * n_tgt * n_tgt)
+    assert c2 - c1 == per_layer
+
+
+def test_book_model_flops_equal_flop_counter():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, loss, dims = _book_step(torch.float32, 0.0)
+    with FlopCounterMode(display=False) as fc:
+        loss().backward()
+    assert fc.get_total_flops() == T.book_model_flops(*dims)["total"]
+
+
+def _state_bytes(opt: torch.optim.Optimizer) -> int:
+    return sum(v.numel() * v.element_size() for st in opt.state.values() for v in st.values()
+               if isinstance(v, torch.Tensor))
+
+
+def test_optimizer_states_counted_after_one_step():
+    model, loss, _ = _book_step(torch.float32, 0.0)
+    params = list(model.parameters())
+    N, n_tensors = sum(p.numel() for p in params), len(params)
+    adam = torch.optim.AdamW(params)
+    loss().backward()
+    adam.step()
+    assert _state_bytes(adam) == 8 * N + 4 * n_tensors  # m, v (fp32) and a 0-d fp32 step per tensor
+    sgd = torch.optim.SGD(params, lr=0.1, momentum=0.9)
+    sgd.step()
+    assert _state_bytes(sgd) == 4 * N
+
+    # mixed precision: bf16 model and gradients, fp32 master copy, AdamW on the master
+    model16, loss16, _ = _book_step(torch.bfloat16, 0.0)
+    master = [p.detach().float().requires_grad_() for p in model16.parameters()]
+    opt = torch.optim.AdamW(master)
+    loss16().backward()
+    for m, p in zip(master, model16.parameters(), strict=True):
+        m.grad = p.grad.float()
+    opt.step()
+    weights = sum(p.numel() * p.element_size() for p in model16.parameters())
+    grads = sum(p.grad.numel() * p.grad.element_size() for p in model16.parameters())
+    masters = sum(m.numel() * m.element_size() for m in master)
+    s = T.state_bytes(N, "adamw")
+    assert (weights, grads, masters + _state_bytes(opt) - 4 * n_tensors) == (
+        s["weights"], s["gradients"], s["optimizer"])
+    assert s["weights"] + s["gradients"] + s["optimizer"] == 16 * N
+
+
+def _tiny(model_type: str, attention: str, **extra):
+    cfgd = dict(model_type=model_type, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                intermediate_size=160, head_dim=16, num_hidden_layers=2, vocab_size=97,
+                max_position_embeddings=256, **extra)
+    torch.manual_seed(0)
+    cfg = transformers.AutoConfig.for_model(**cfgd)
+    model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16,
+                                                          attn_implementation=attention).train()
+    return model, T.llama_shape(cfgd)
+
+
+@pytest.mark.parametrize("model_type", ["llama", "qwen3"])
+@pytest.mark.parametrize("attention", ["eager", "sdpa"])
+@pytest.mark.parametrize("b", [1, 2])
+def test_llama_closed_form_equals_real_saved_tensors(model_type, attention, b):
+    """With real bf16 tensors on the CPU, SDPA runs a tiled (flash) kernel: Q, K, V, its output and the
+    row log-sum-exp are kept, no n x n matrix."""
+    model, s = _tiny(model_type, attention)
+    ids = torch.randint(0, 97, (b, 48))
+    counted = T.count_saved_bytes(lambda: model(input_ids=ids, labels=ids), model.parameters()).bytes
+    kind = "eager" if attention == "eager" else "flash"
+    assert counted == T.llama_activation_bytes(s, b, 48, 2, kind)["total"]
+
+
+def test_full_checkpointing_keeps_layer_inputs():
+    model, s = _tiny("llama", "eager")
+    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    ids = torch.randint(0, 97, (1, 48))
+    counted = T.count_saved_bytes(lambda: model(input_ids=ids, labels=ids), model.parameters()).bytes
+    parts = T.llama_activation_bytes(s, 1, 48, 2, "eager", checkpointing="full")
+    # what the forward pass keeps: everything but the recomputed layer and RoPE's tables (held by the
+    # checkpoint's arguments, not by autograd)
+    assert counted == parts["total"] - parts["one layer recomputed"] - parts["RoPE cos and sin"]
+    assert parts["layers"] == s.n_layers * 2 * 48 * s.d
+
+
+@pytest.mark.parametrize("name", LLAMA_STYLE)
+def test_llama_closed_form_equals_meta_count(name):
+    cfg = json.loads((FIXTURES / f"{name}.config.json").read_text())
+    counted = T.meta_saved_bytes(cfg, 2048, 1, "eager")
+    assert counted["total"] == T.llama_activation_bytes(T.llama_shape(cfg), 1, 2048, 2, "eager")["total"]
+
+
+def test_meta_layer_extrapolation_is_exact():
+    cfg = json.loads((FIXTURES / "Llama-2-7b-hf.config.json").read_text())
+    cfg = {**cfg, "num_hidden_layers": 3}
+    assert T.meta_saved_bytes(cfg, 256, 1)["total"] == T.meta_saved_bytes(cfg, 256, 1, n_layers=3)["total"]
+
+
+class _LoRALinear(torch.nn.Module):
+    """A hand-built LoRA adapter: y = W x + B A x, W frozen, A (r, d_in) and B (d_out, r) trained."""
+
+    def __init__(self, base: torch.nn.Linear, r: int):
+        super().__init__()
+        self.base = base.requires_grad_(False)
+        self.A = torch.nn.Parameter(torch.randn(r, base.in_features, dtype=base.weight.dtype) * 0.01)
+        self.B = torch.nn.Parameter(torch.zeros(base.out_features, r, dtype=base.weight.dtype))
+
+    def forward(self, x):
+        return self.base(x) + (x @ self.A.T) @ self.B.T
+
+
+@pytest.mark.parametrize("targets", [("q_proj", "v_proj"), tuple(sorted(T.LORA_TARGETS))])
+def test_lora_trainable_parameters_counted(targets):
+    model, s = _tiny("llama", "eager")
+    model.requires_grad_(False)
+    for layer in model.model.layers:
+        for mod in (layer.self_attn, layer.mlp):
+            for name in targets:
+                if hasattr(mod, name):
+                    setattr(mod, name, _LoRALinear(getattr(mod, name), 8))
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    assert trainable == T.lora_parameters(s, 8, targets)
+
+
+def test_zero_stages_shard_what_they_say():
+    full = T.zero_state_bytes(10**9, "adamw", 0, 8)
+    assert full == {"weights": 2e9, "gradients": 2e9, "optimizer": 12e9}
+    assert T.zero_state_bytes(10**9, "adamw", 1, 8)["optimizer"] == 1.5e9
+    z2 = T.zero_state_bytes(10**9, "adamw", 2, 8)
+    assert (z2["gradients"], z2["weights"]) == (0.25e9, 2e9)
+    assert sum(T.zero_state_bytes(10**9, "adamw", 3, 8).values()) == 16e9 / 8
+    with pytest.raises(ValueError, match="ZeRO stage"):
+        T.zero_state_bytes(10, "adamw", 4, 8)
+    with pytest.raises(ValueError, match="unknown optimizer"):
+        T.state_bytes(10, "adam")
+    with pytest.raises(ValueError, match="exceeds"):
+        T.state_bytes(10, "adamw", trainable=11)
+
+
+def test_adam8bit_blockwise_layout():
+    assert T.adam8bit_state_bytes([4096]) == 2 * 4096 + 8 * 16
+    assert T.adam8bit_state_bytes([4095]) == 8 * 4095  # small tensors stay in fp32
+    assert T.adam8bit_state_bytes([4097]) == 2 * 4097 + 8 * 17
+
+
+def test_korthikanti_and_published_estimators():
+    assert T.korthikanti_layer_bytes(2048, 1, 4096, 32) == 2048 * 4096 * (34 + 5 * 32 * 2048 / 4096)
+    assert T.deepspeed_zero2_bytes(10**9, 8)["gpu"] == 4e9 + 2e9
+    assert T.deepspeed_zero3_bytes(10**9, 10**8, 8)["gpu"] == 4e8 + 18e9 / 8
+    assert T.accelerate_training_bytes(10**9) == 16e9
+    with pytest.raises(ValueError, match="mfu"):
+        T.gpu_hours(1e20, 1e15, 0)
