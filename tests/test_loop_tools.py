@@ -1,0 +1,101 @@
+"""The maintainer's tools: the equation check, the reader-layer check, the nbval queue and the step timer."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _tool(name: str):
+    spec = importlib.util.spec_from_file_location(f"{name}_under_test", ROOT / "tools" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _notebook(path: Path, cells: list[dict]) -> Path:
+    for c in cells:
+        c.setdefault("metadata", {})
+        if c["cell_type"] == "code":
+            c.setdefault("outputs", [])
+            c.setdefault("execution_count", None)
+    path.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    return path
+
+
+def test_equation_check_finds_unchecked_and_unknown_labels(tmp_path: Path) -> None:
+    tool = _tool("check_equations")
+    nb = _notebook(tmp_path / "ch.ipynb", [
+        {"cell_type": "markdown", "source": "$$ a = b $$ (eq-one)\n\n$$ c = d $$ (eq-two)\n$$ e $$ (eq-three)"},
+        {"cell_type": "code", "source": "equations.check('eq-one', x, y, atol=1e-12)\nequations.definition('eq-three')"
+                                        "\nequations.check_symbolic(\"eq-four\", a, b)"},
+    ])
+    found, tally = tool.problems([nb], tmp_path)
+    assert tally == {"checked": 1, "definition": 1}
+    assert any("eq-two is neither checked" in f for f in found)
+    assert any("eq-four, which this chapter does not display" in f for f in found)
+    assert len(found) == 2
+
+
+def test_equations_check_can_fail() -> None:
+    import numpy as np
+
+    from lib.book import equations
+
+    assert "eq-x" in equations.check("eq-x", np.ones(3), np.ones(3) + 1e-13, atol=1e-12)
+    with pytest.raises(AssertionError, match="differs from the reference"):
+        equations.check("eq-x", np.ones(3), np.ones(3) + 1e-3, atol=1e-12)
+    with pytest.raises(AssertionError, match="shape"):
+        equations.check("eq-x", np.ones(3), np.ones((3, 1)))
+    with pytest.raises(ValueError, match="label must be"):
+        equations.check("softmax", 1.0, 1.0)
+    with pytest.raises(AssertionError, match="simplifies to"):
+        equations.check_symbolic("eq-y", "x**2", "x*x + 1")
+    assert equations.definition("eq-z") == "eq-z: definition"
+
+
+def test_reader_layer_findings(tmp_path: Path) -> None:
+    tool = _tool("check_reader_layer")
+    long_cell = "\n".join(f"x{i} = {i}" for i in range(31))
+    nb = _notebook(tmp_path / "ch.ipynb", [
+        {"cell_type": "markdown", "source": "As the Lab Report says, the tests/ folder runs on this machine."},
+        {"cell_type": "code", "source": "y = f(x)\nassert y == 1"},
+        {"cell_type": "code", "source": "assert hidden", "metadata": {"tags": ["remove-input"]}},
+        {"cell_type": "code", "source": long_cell},
+        {"cell_type": "code", "source": "print('x' * 90)",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "x" * 90 + "\n"}]},
+        {"cell_type": "code", "source": "z = 1  # " + "w" * 80},
+    ])
+    found = tool.findings(nb)
+    assert sum("prose speaks about the project" in f for f in found) == 3
+    assert sum("visible testing line" in f for f in found) == 1
+    assert sum("shown code cell of 31 lines" in f for f in found) == 1
+    assert sum("output line 1 is 90 characters" in f for f in found) == 1
+    assert sum("code line 1 is" in f for f in found) == 1
+
+
+def test_nbval_queue_reads_the_other_machine_like_the_shell_does() -> None:
+    tool = _tool("nbval_parallel")
+    env = tool.other_machine_env()
+    shell = subprocess.run(["bash", "tools/other_machine.sh", "env"], cwd=ROOT, capture_output=True, text=True,
+                           check=True).stdout
+    from_shell = dict(line.split("=", 1) for line in shell.splitlines() if "=" in line)
+    assert env and all(from_shell.get(k) == v for k, v in env.items()), env
+    assert {"ATEN_CPU_CAPABILITY", "OMP_NUM_THREADS"} <= set(env)
+    assert tool.job_env("native", True)["OMP_NUM_THREADS"] == "1"
+    assert tool.job_env("other", False)["ATEN_CPU_CAPABILITY"] == env["ATEN_CPU_CAPABILITY"]
+
+
+def test_step_timer_reads_the_summary() -> None:
+    tool = _tool("time_test")
+    text = "==> lint\nSummary:\n  PASS  set-up (91s)\n  FAIL  nbval (exit 1, 300s)\n  SKIP  browser (BOOK_SKIP...)\n"
+    assert tool.parse_summary(text) == [
+        {"step": "set-up", "status": "PASS", "seconds": 91},
+        {"step": "nbval", "status": "FAIL", "seconds": 300},
+    ]
