@@ -4,8 +4,11 @@
 - At 1280 px every display equation fits the text column; on a phone a wide one may scroll inside its own box,
   never be cut off.
 - Every figure a chapter draws is numbered and captioned.
-- No plumbing is visible by default: no ``glue(...)``, no nbval markers, no ``getsource`` dumps in a visible
-  code cell.
+- No plumbing is visible by default: no ``glue(...)``, no nbval markers, no ``getsource`` dumps, no testing
+  lines (``assert``, ``np.testing``, ``torch.testing``) in a visible code cell; no shown cell over 30 lines; at
+  1280 px no code or output box scrolls sideways (the book's code is formatted to its column).
+- On a phone, at most 10 of the book's numbered equations need sideways scrolling (long ones are broken over
+  lines).
 """
 
 from __future__ import annotations
@@ -17,6 +20,9 @@ import pytest
 
 WIDTHS = {"laptop": 1280, "phone": 390}
 PLUMBING = re.compile(r"\bglue\(|NBVAL_|getsource\(")
+TESTING = re.compile(r"^\s*assert\b|\bnp\.testing\.|\btorch\.testing\.", re.M)
+MAX_SHOWN_LINES = 30
+MAX_SCROLLING_NUMBERED_ON_PHONE = 10
 MATHJAX_TIMEOUT_MS = 60_000
 
 
@@ -96,3 +102,40 @@ def test_no_plumbing_is_visible(page, site_url: str, site_pages: list[str], book
     )
     shown = [c.strip().splitlines()[0][:80] for c in visible_code if PLUMBING.search(c)]
     assert not shown, f"{rel}: {len(shown)} visible code cells show glue/NBVAL/getsource, e.g. {shown[:3]}"
+    testing = [c.strip().splitlines()[0][:80] for c in visible_code if TESTING.search(c)]
+    assert not testing, f"{rel}: {len(testing)} visible code cells hold testing lines, e.g. {testing[:3]}"
+    long = [len(c.strip().splitlines()) for c in visible_code if len(c.strip().splitlines()) > MAX_SHOWN_LINES]
+    assert not long, f"{rel}: {len(long)} shown code cells over {MAX_SHOWN_LINES} lines ({long})"
+    scrolling = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.cell_input pre, .cell_output pre, .output pre'))
+            .filter(pre => pre.offsetParent !== null && pre.scrollWidth > pre.clientWidth + 2)
+            .map(pre => (pre.textContent || '').trim().split('\\n')[0].slice(0, 60))"""
+    )
+    assert not scrolling, (f"{rel} at 1280 px: {len(scrolling)} code or output boxes scroll sideways (lines wider "
+                           f"than the column), e.g. {scrolling[:3]}")
+
+
+def test_few_numbered_equations_scroll_on_a_phone(page, site_url: str, site_pages: list[str]) -> None:
+    """Book-wide: a numbered equation (one with an equation number) wider than a 390 px column."""
+    chapters = [p for p in site_pages if p.startswith("chapters/")]
+    scrolling: list[str] = []
+    numbered = 0
+    for rel in chapters:
+        _load(page, site_url, rel, WIDTHS["phone"])
+        found = page.evaluate(
+            """() => Array.from(document.querySelectorAll('div.math'))
+                .filter(div => div.querySelector('.eqno'))
+                .map(div => {
+                    const m = div.querySelector('mjx-container') || div;
+                    let box = div;
+                    while (box && box.clientWidth === 0) box = box.parentElement;
+                    return {wide: m.scrollWidth > (box ? box.clientWidth : 0) + 2,
+                            eqno: (div.querySelector('.eqno').textContent || '').trim()};
+                })"""
+        )
+        numbered += len(found)
+        scrolling += [f"{rel} {e['eqno']}" for e in found if e["wide"]]
+    assert numbered > 0, "no numbered equation found in any chapter"
+    assert len(scrolling) <= MAX_SCROLLING_NUMBERED_ON_PHONE, (
+        f"{len(scrolling)} of {numbered} numbered equations scroll sideways at 390 px (at most "
+        f"{MAX_SCROLLING_NUMBERED_ON_PHONE}): break them over lines; {scrolling}")
