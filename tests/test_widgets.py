@@ -9,8 +9,8 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
+from lib.book.widgets import MAX_FRAMES, METADATA_KEY, explore, widget_mode  # noqa: E402
 from lib.softmax import softmax  # noqa: E402
-from lib.book.widgets import explore, widget_mode  # noqa: E402
 
 LOGITS = np.array([2.0, 1.0, 0.5, -1.0])
 
@@ -56,6 +56,57 @@ def test_interactive_slider_redraws() -> None:
     assert seen == [1.0] and slider.value == 1.0
     slider.value = 4.0
     assert seen == [1.0, 4.0]
+
+
+def test_static_output_carries_the_html_sliders_frames() -> None:
+    import base64
+    import io
+
+    from PIL import Image
+
+    out = explore(draw, "T", [0.25, 4.0], interactive_values=[0.25, 0.5, 1.0, 2.0, 4.0], default=1.0,
+                  mode="static")
+    data, md = out._repr_mimebundle_()
+    # Jupyter shows the grid with the figure's own text, so nbval compares what it compared before the frames
+    assert data["text/plain"] == repr(out.figure) and "image/png" in data
+    meta = md[METADATA_KEY]
+    assert meta["name"] == "T" and meta["labels"] == ["0.25", "0.5", "1", "2", "4"] and meta["default"] == 2
+    frames = [base64.b64decode(f) for f in meta["frames"]]
+    assert len(frames) == 5 and len(set(frames)) == 5  # one distinct picture per stop
+    for f in frames:
+        image = Image.open(io.BytesIO(f))
+        assert image.format == "PNG" and image.width > 600  # drawn at twice the screen resolution
+    json_safe = __import__("json").dumps(md)  # stored in the notebook as JSON
+    assert len(json_safe) < 400_000
+
+
+def test_many_stops_are_thinned_keeping_values_and_default() -> None:
+    stops = [float(x) for x in np.linspace(0.25, 8.25, 33)]
+    out = explore(draw, "T", [0.25, 2.0, 8.25], interactive_values=stops, default=1.25, mode="static")
+    assert len(out.values) <= MAX_FRAMES + 4
+    assert {0.25, 2.0, 8.25, 1.25} <= set(out.values) and out.values == sorted(out.values)
+    assert out.values[out.default] == 1.25
+
+
+def test_drawing_function_ignores_later_rebinding() -> None:
+    """A later cell that rebinds a global the drawing function reads does not change what the slider draws."""
+    namespace = {"LOGITS": LOGITS, "softmax": softmax, "sizes": []}
+    exec("def draw_g(ax, t):\n    sizes.append(LOGITS.size)\n    ax.bar(range(LOGITS.size), softmax(LOGITS / t))\n",  # noqa: S102
+         namespace)
+    ui = explore(namespace["draw_g"], "T", [0.5, 1.0, 2.0], mode="interactive")
+    namespace["LOGITS"] = np.zeros(7)  # what a later cell of the chapter might do
+    ui.children[0].value = 2.0  # with the live globals this would draw 7 bars
+    assert namespace["sizes"] == [LOGITS.size, LOGITS.size]
+
+
+def test_frozen_drawing_function_reads_the_snapshot() -> None:
+    from lib.book.widgets import _frozen
+
+    namespace = {"K": 3}
+    exec("def f(ax, v):\n    return K * v\n", namespace)  # noqa: S102
+    g = _frozen(namespace["f"])
+    namespace["K"] = 100
+    assert g(None, 2.0) == 6.0 and namespace["f"](None, 2.0) == 200.0
 
 
 @pytest.mark.parametrize(

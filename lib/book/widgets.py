@@ -8,8 +8,16 @@ slider cannot recompute anything, and rendering one would load require.js and th
   redraws the figure for each value;
 * when the notebook is executed headless (the book build, nbval, ``nbconvert --execute``) the same drawing
   function is called once per value in ``values`` and the panels are shown as one ordinary matplotlib figure,
-  two panels per row at the width of the text (:func:`lib.book.figures.panels`): a PNG that the HTML serves
-  locally, whose text output nbval can compare.
+  two panels per row at the width of the text (:func:`lib.book.figures.panels`): the figure the PDF, JupyterLab
+  (before the reader runs the cell) and nbval see. The same execution also draws one **frame** per slider stop
+  (``interactive_values``, at most :data:`MAX_FRAMES`) and stores them, as PNGs, in the output's metadata under
+  :data:`METADATA_KEY`. The HTML build (``_ext/book_explore.py``) turns those frames into a slider that
+  ``_static/explore.js`` drives without a kernel: it only shows the frame of the chosen stop, it computes
+  nothing. nbval compares neither images nor metadata, so the frames need not be identical across machines.
+
+The drawing function runs with a snapshot of the notebook's global names taken when :func:`explore` is called:
+a later cell that rebinds a name the function reads (``x = ...`` for another example) cannot change what the
+slider draws.
 
 The mode is chosen by ``$BOOK_WIDGETS``: ``static`` or ``interactive`` force it (``tools/build_book.py``
 sets ``static``); unset, it is ``interactive`` when the kernel was started by a Jupyter server (which sets
@@ -28,15 +36,27 @@ Usage in a chapter::
 
 from __future__ import annotations
 
+import base64
+import io
 import os
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
-__all__ = ["explore", "widget_mode"]
+__all__ = ["METADATA_KEY", "Explored", "explore", "widget_mode"]
 
 MODES = ("static", "interactive")
+#: Key of the output metadata that carries the HTML slider's frames (read by ``_ext/book_explore.py``).
+METADATA_KEY = "book_explore"
+#: At most this many frames are stored for the HTML slider (finer ``interactive_values`` are thinned evenly).
+MAX_FRAMES = 25
+#: A frame is a single panel this many times the size of one panel of the static grid, drawn at 2x resolution.
+FRAME_SCALE = 1.25
+FRAME_DPI_FACTOR = 2
+#: Colours of a frame's PNG (quantised: the slider's frames are stored in the notebook).
+FRAME_COLORS = 64
 
 
 def widget_mode() -> str:
@@ -64,6 +84,100 @@ def _check_values(values: Any, name: str) -> list[float]:
     return out
 
 
+def _frozen(draw: Callable[[Any, float], None]) -> Callable[[Any, float], None]:
+    """``draw`` reading a snapshot of its module's globals: later rebinding of a global name does not reach it.
+
+    A notebook's cells share one namespace, so a drawing function defined in one cell and called by the slider
+    after "Run All" would otherwise read whatever later cells bound to the same names. Objects are shared, not
+    copied: only rebinding is cut off. Built-in and C functions, and callables that are not plain functions,
+    are returned unchanged.
+    """
+    if not isinstance(draw, types.FunctionType):
+        return draw
+    frozen = types.FunctionType(draw.__code__, dict(draw.__globals__), draw.__name__, draw.__defaults__,
+                                draw.__closure__)
+    frozen.__kwdefaults__ = draw.__kwdefaults__
+    frozen.__dict__.update(draw.__dict__)
+    frozen.__doc__ = draw.__doc__
+    frozen.__wrapped__ = draw  # type: ignore[attr-defined]
+    return frozen
+
+
+def _frame_stops(stops: list[float], values: list[float], default: float) -> list[float]:
+    """The slider's stops, every k-th kept when there are more than MAX_FRAMES (plus the last, ``values`` and
+    the default)."""
+    if len(stops) <= MAX_FRAMES:
+        return stops
+    step = -(-len(stops) // MAX_FRAMES)
+    keep = set(range(0, len(stops), step)) | {len(stops) - 1}
+    keep |= {min(range(len(stops)), key=lambda i: abs(stops[i] - v)) for v in [*values, default]}
+    return [stops[i] for i in sorted(keep)]
+
+
+def _png(fig, dpi: float | None = None, colors: int | None = None) -> bytes:
+    """``fig`` as PNG bytes; with ``colors``, reduced to that many colours (a plot needs few: ~2.5x smaller)."""
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    if colors is None:
+        return buf.getvalue()
+    from PIL import Image
+
+    buf.seek(0)
+    image = Image.open(buf).convert("RGB").quantize(colors=colors, method=Image.Quantize.MEDIANCUT)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+def _figure_bundle(fig) -> tuple[dict[str, Any], dict[str, Any]]:
+    """What Jupyter would show for ``fig`` (the inline backend's formats), else a PNG and the figure's repr."""
+    try:
+        from IPython import get_ipython
+
+        shell = get_ipython()
+    except ImportError:  # pragma: no cover - IPython is always there with Jupyter
+        shell = None
+    if shell is not None:
+        data, md = shell.display_formatter.format(fig)
+        if any(k.startswith("image/") for k in data):
+            return dict(data), dict(md)
+    return {"image/png": base64.b64encode(_png(fig)).decode("ascii"), "text/plain": repr(fig)}, {}
+
+
+class Explored:
+    """What :func:`explore` returns when static: the panel grid, and the slider's frames for the HTML build.
+
+    Jupyter shows it as the grid figure (same ``text/plain`` as a matplotlib figure, so nbval compares the same
+    text) with the frames in the output's metadata (key :data:`METADATA_KEY`: ``name``, ``labels``, ``values``,
+    ``default`` (an index) and ``frames``, base64 PNGs). Attribute access goes to the grid ``figure``.
+    """
+
+    def __init__(self, figure, name: str, values: list[float], frames: list[bytes], default: int) -> None:
+        self.figure = figure
+        self.name = name
+        self.values = values
+        self.labels = [f"{v:g}" for v in values]
+        self.frames = frames
+        self.default = default
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr == "figure":  # not set yet (unpickling): avoid recursing
+            raise AttributeError(attr)
+        return getattr(self.figure, attr)
+
+    def __repr__(self) -> str:
+        return repr(self.figure)
+
+    def metadata(self) -> dict[str, Any]:
+        return {"name": self.name, "labels": self.labels, "values": self.values, "default": self.default,
+                "frames": [base64.b64encode(f).decode("ascii") for f in self.frames]}
+
+    def _repr_mimebundle_(self, include=None, exclude=None):  # noqa: ANN001 - IPython's protocol
+        data, md = _figure_bundle(self.figure)
+        md[METADATA_KEY] = self.metadata()
+        return data, md
+
+
 def explore(
     draw: Callable[[Any, float], None],
     name: str,
@@ -89,7 +203,8 @@ def explore(
         mode: ``"static"`` or ``"interactive"``; None chooses with :func:`widget_mode`.
 
     Returns:
-        Static: the matplotlib ``Figure``. Interactive: an ipywidgets ``VBox`` holding the slider and its
+        Static: an :class:`Explored` (the panel grid ``Figure`` as ``.figure``, attributes forwarded to it, plus
+        the slider's frames for the HTML). Interactive: an ipywidgets ``VBox`` holding the slider and its
         plot. Either way, make the call the cell's last expression so Jupyter shows it (exactly once).
     """
     if not callable(draw):
@@ -108,14 +223,24 @@ def explore(
 
     import matplotlib.pyplot as plt
 
+    draw = _frozen(draw)
     if mode == "static":
-        from .figures import panels
+        from .figures import TEXT_WIDTH, panels
 
         fig, axes = panels(len(vals), height=panel_size[1])
         for ax, v in zip(axes, vals, strict=True):
             draw(ax, v)
         plt.close(fig)  # returned, not also drawn by the inline backend: shown exactly once
-        return fig
+        frame_values = _frame_stops(stops, vals, default)
+        frames = []
+        size = (TEXT_WIDTH / 2 * FRAME_SCALE, panel_size[1] * FRAME_SCALE)
+        for v in frame_values:
+            frame, ax = plt.subplots(figsize=size, layout="constrained")
+            draw(ax, v)
+            frames.append(_png(frame, dpi=frame.dpi * FRAME_DPI_FACTOR, colors=FRAME_COLORS))
+            plt.close(frame)
+        start = min(range(len(frame_values)), key=lambda i: abs(frame_values[i] - default))
+        return Explored(fig, name, frame_values, frames, start)
 
     import ipywidgets as widgets
 
