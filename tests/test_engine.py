@@ -1,0 +1,83 @@
+"""lib.planner.engine against transformers, the oracle, on every published fixture: parameters (total, active per
+token), KV bytes per token, the KV cache of an 8192-token sequence in fp16 and, for hybrids, the per-sequence
+recurrent state; and the hand-written readers against the engine for every family they cover.
+
+The engine reads the modules of the model transformers builds (projection widths, experts, convolution kernels);
+the oracle reads the config the way transformers' own cache lays it out (tests/hf_oracle.py). Meta device only.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hf_oracle import hf_cache, hf_counts
+
+from lib.planner import engine
+from lib.planner.cache import model_kv_bytes_per_sequence, model_kv_bytes_per_token
+from lib.planner.config import SUPPORTED_MODEL_TYPES, load_config
+from lib.planner.counts import parameter_count
+
+FIXTURES = Path(__file__).parent / "fixtures"
+FILES = sorted(FIXTURES.glob("*.config.json"))
+IDS = [f.name.removesuffix(".config.json") for f in FILES]
+HAND = [f for f in FILES if json.loads(f.read_text()).get("model_type") in SUPPORTED_MODEL_TYPES]
+
+
+def _engine(path: Path) -> engine.EngineModel:
+    return engine.describe(json.loads(path.read_text()))
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_engine_equals_transformers(path: Path) -> None:
+    m = _engine(path)
+    assert (m.total, m.active) == hf_counts(str(path))
+    layers, state = hf_cache(str(path))
+    per_token = sum(e for e, _ in layers) * 2
+    at_8192 = sum(e * (min(8192, w) if w else 8192) for e, w in layers) * 2
+    assert engine.kv_bytes_per_token(m, "fp16") == per_token
+    assert engine.kv_bytes_per_sequence(m, 8192, "fp16") == at_8192
+    assert engine.state_bytes_per_sequence(m, "fp16") == state * 2
+    assert [layer.window for layer in m.layers if layer.kv_per_token] == [w for e, w in layers if e]
+
+
+@pytest.mark.parametrize("path", HAND, ids=[f.name.removesuffix(".config.json") for f in HAND])
+def test_hand_readers_agree_with_the_engine(path: Path) -> None:
+    cfg, m = load_config(path), _engine(path)
+    counts = parameter_count(cfg)
+    assert (counts.total, counts.active) == (m.total, m.active)
+    assert model_kv_bytes_per_token(cfg, "fp16") == engine.kv_bytes_per_token(m, "fp16")
+    assert model_kv_bytes_per_sequence(cfg, 8192, "fp16") == engine.kv_bytes_per_sequence(m, 8192, "fp16")
+    assert engine.state_bytes_per_sequence(m) == 0
+
+
+def test_every_hand_family_and_at_least_the_newest_have_fixtures() -> None:
+    types = {json.loads(f.read_text())["model_type"] for f in FILES}
+    assert set(SUPPORTED_MODEL_TYPES) <= types
+    assert {"gpt_oss", "qwen3_next", "smollm3", "exaone4", "nemotron_h", "falcon_h1"} <= types
+
+
+def test_layer_kinds_named() -> None:
+    gpt_oss = _engine(FIXTURES / "gpt-oss-20b.config.json")
+    assert engine.layer_summary(gpt_oss) == "24 layers: 12 window 128 (sinks), 12 full (sinks)"
+    # the 128-token window is on 12 layers, not all 24: the cache is the full layers' plus 128 tokens of the rest
+    per_layer = 2 * 8 * 64 * 2
+    assert engine.kv_bytes_per_sequence(gpt_oss, 8192, "fp16") == per_layer * (12 * 8192 + 12 * 128)
+    nxt = _engine(FIXTURES / "Qwen3-Coder-Next.config.json")
+    assert engine.layer_summary(nxt) == "48 layers: 36 linear_attention, 12 full"
+    nemo = _engine(FIXTURES / "Nemotron-H-geometry-56L.config.json")
+    assert engine.layer_summary(nemo) == "56 layers: 27 mamba, 25 feed-forward only, 4 full"
+
+
+def test_unknown_type_refused_in_one_line() -> None:
+    with pytest.raises(engine.EngineError) as err:
+        engine.describe({"model_type": "no_such_model", "architectures": ["NoSuchForCausalLM"]})
+    assert "\n" not in str(err.value) and "no_such_model" in str(err.value)
+
+
+def test_hub_type_mapped_through_architectures() -> None:
+    raw = json.loads((FIXTURES / "DeepSeek-V3.config.json").read_text())
+    m = engine.describe({**raw, "model_type": "kimi_k2"})  # Kimi-K2 ships DeepSeek-V3's architecture
+    assert m.notes and "deepseek_v3" in m.notes[0]
+    assert (m.total, m.active) == hf_counts(str(FIXTURES / "DeepSeek-V3.config.json"))
