@@ -62,6 +62,7 @@ def test_json_matches_report(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_model_type_refused_then_assumed(tmp_path: Path) -> None:
     raw = json.loads(LLAMA.read_text())
     raw["model_type"] = "llama_derivative"
+    del raw["architectures"]  # nothing tells transformers which class it is either
     f = tmp_path / "x.json"
     f.write_text(json.dumps(raw))
     out = run(str(f))
@@ -69,6 +70,7 @@ def test_unknown_model_type_refused_then_assumed(tmp_path: Path) -> None:
     lines = out.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: unsupported model_type 'llama_derivative'")
     assert "supported: deepseek_v2, deepseek_v3, falcon, gemma, gemma2, gemma3_text" in lines[0]
+    assert "the transformers engine cannot read it either" in lines[0]
     out = run(str(f), "--assume-family", "llama", "--json")
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout)
@@ -78,14 +80,80 @@ def test_unknown_model_type_refused_then_assumed(tmp_path: Path) -> None:
     assert text.startswith("ASSUMED: model_type 'llama_derivative' read as 'llama'")
 
 
-def test_unread_field_refused_in_one_line(tmp_path: Path) -> None:
+def _main(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    """The command line in this process (transformers imported once, not per call)."""
+    code = main(list(args))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def _json(capsys: pytest.CaptureFixture[str], *args: str) -> dict:
+    code, out, err = _main(capsys, *args, "--json")
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_unread_field_decided_by_building(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # a field transformers' llama ignores as well: read exactly, with a note saying it was checked
     raw = json.loads(LLAMA.read_text())
     raw["num_experts"] = 8
     f = tmp_path / "x.json"
     f.write_text(json.dumps(raw))
-    out = run(str(f))
+    got = _json(capsys, str(f))
+    assert got["assumptions"] == [] and got["parameters"]["total"] == 6_738_415_616
+    assert got["notes"] == ["num_experts: not read by the 'llama' reader, and transformers builds the same model"
+                            " with or without it (checked by building it)"]
+    # a field that changes what transformers builds (Falcon's feed-forward width): refused in one line
+    # a field that changes what transformers builds (here its cache: a window on every layer): refused
+    raw = json.loads(LLAMA.read_text())
+    raw["sliding_window"] = 4096
+    f.write_text(json.dumps(raw))
+    code, out, err = _main(capsys, str(f))
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1
+    assert "config field sliding_window=4096 in x changes the parameter count" in err
+    assert "built by transformers, the model differs" in err
+
+
+def test_the_two_over_refusals_are_gone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # falcon-40b: multi_query beside new_decoder_architecture, which transformers ignores
+    got = _json(capsys, str(FIXTURES / "falcon-40b.config.json"))
+    assert got["reader"] == "hand-written" and got["assumptions"] == []
+    assert got["notes"][0].startswith("multi_query: not read by the 'falcon' reader")
+    # Qwen3-Coder-480B-A35B carries qkv_bias, shared_expert_intermediate_size 0 and use_qk_norm beside a
+    # qwen3_moe config: the same fields on a published qwen3_moe config
+    raw = json.loads((FIXTURES / "Qwen3-30B-A3B.config.json").read_text())
+    raw.update(qkv_bias=False, shared_expert_intermediate_size=0, use_qk_norm=True)
+    f = tmp_path / "config.json"
+    f.write_text(json.dumps(raw))
+    got = _json(capsys, str(f))
+    assert got["assumptions"] == [] and got["parameters"]["total"] == 30_532_122_624
+    assert got["notes"][0].startswith("qkv_bias, shared_expert_intermediate_size, use_qk_norm: not read")
+
+
+def test_model_only_transformers_knows(capsys: pytest.CaptureFixture[str]) -> None:
+    got = _json(capsys, str(FIXTURES / "gpt-oss-20b.config.json"), "--context", "8192")
+    assert got["reader"] == "transformers" and got["assumptions"] == []
+    assert got["layers"] == "24 layers: 12 window 128 (sinks), 12 full (sinks)"
+    assert got["kv_bytes_per_sequence"] == 2 * 8 * 64 * 2 * (12 * 8192 + 12 * 128)  # bf16
+    assert got["serving"]["tensor_parallel"] is None and got["serving"]["naive_gpus"] == 1
+    hybrid = _json(capsys, str(FIXTURES / "Qwen3-Coder-Next.config.json"), "--users", "4")
+    assert hybrid["state_bytes_per_sequence"] > 0
+    assert hybrid["total_bytes"] == hybrid["weights_bytes"] + 4 * (
+        hybrid["kv_bytes_per_sequence"] + hybrid["state_bytes_per_sequence"])
+    text = _main(capsys, str(FIXTURES / "Qwen3-Coder-Next.config.json"))[1]
+    assert "layers: 36 linear_attention, 12 full" in text and "recurrent state per sequence (bf16)" in text
+
+
+def test_numpy_alone_reads_the_hand_families_and_names_the_rest() -> None:
+    block = ("import sys; sys.modules['torch'] = None; sys.modules['transformers'] = None;"
+             " from lib.planner.cli import main; raise SystemExit(main(sys.argv[1:]))")
+    ok = subprocess.run([sys.executable, "-c", block, str(LLAMA)], capture_output=True, text=True, timeout=60,
+                        cwd=Path(__file__).resolve().parents[1])
+    assert ok.returncode == 0 and "6,738,415,616 total" in ok.stdout
+    out = subprocess.run([sys.executable, "-c", block, str(FIXTURES / "gpt-oss-20b.config.json")],
+                         capture_output=True, text=True, timeout=60, cwd=Path(__file__).resolve().parents[1])
     assert out.returncode == 2 and len(out.stderr.strip().splitlines()) == 1
-    assert "config field num_experts=8 in x changes the parameter count" in out.stderr
+    assert "needs the transformers engine, and transformers is not installed" in out.stderr
 
 
 def test_help_shows_every_default() -> None:

@@ -10,22 +10,33 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import math
 import re
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 from ..constants import BYTES_PER_DTYPE, GB, GiB, KiB
+from . import engine as eng_mod
 from .cache import cached_token_layers, model_kv_bytes_per_sequence, model_kv_bytes_per_token, model_kv_cache_bytes
-from .config import SUPPORTED_MODEL_TYPES, ConfigError, ModelConfig, load_config
+from .config import (
+    SUPPORTED_MODEL_TYPES,
+    ConfigError,
+    ModelConfig,
+    UnsupportedConfigError,
+    config_from_dict,
+    load_config,
+    model_name,
+)
 from .counts import parameter_count
 from .flops import forward_flops, model_crossover_length
 from .gpus import ALIASES, GPUS, gpu
 from .serving import VLLM_VERSION, ServingAssumptions, activation_peak_bytes, plan_gpus, serving_plan
 from .units import as_count, bytes_per_element, format_bytes, parse_bytes
 
-__all__ = ["SCHEMA_VERSION", "JSON_KEYS", "report", "format_report", "normalised", "planner_html", "main"]
+__all__ = ["SCHEMA_VERSION", "JSON_KEYS", "read_model", "report", "engine_report", "format_report", "normalised",
+           "layer_kinds", "planner_html", "main"]
 
 #: Version of the ``--json`` layout: bumped on any rename or change of meaning of a key in :data:`JSON_KEYS`.
 SCHEMA_VERSION = 2
@@ -35,13 +46,17 @@ JSON_KEYS: dict[str, str] = {
     "schema_version": "int, the layout version (bumped on renames)",
     "model": "the config's name (file name without .config.json) or its model_type",
     "model_type": "model_type as written in the config",
+    "reader": "'hand-written' (NumPy only) or 'transformers' (the engine: the model built on the meta device)",
+    "layers": "each layer's kind in one line, e.g. '24 layers: 12 window 128 (sinks), 12 full (sinks)'",
     "family": "the reader used: model_type, or the family given with --assume-family",
     "attention": "multi-head, grouped-query, multi-query or latent",
     "assumptions": "list of strings: what was assumed rather than read (empty: the config was read exactly)",
+    "notes": "list of strings: how a refused config was read after all (a hub type built as a registered one; fields"
+             " that change nothing transformers builds, checked by building it)",
     "warnings": "list of strings: inputs the model was not made for (a context beyond max_position_embeddings)",
     "architecture": "the normalised description (lib.planner.config.ModelConfig fields)",
-    "parameters": "total, active_per_token and the parts: embedding, lm_head, attention, ffn, norms, ffn_active,"
-                  " kv_projection",
+    "parameters": "total, active_per_token and (hand-written reader) the parts: embedding, lm_head, attention,"
+                  " ffn, norms, ffn_active, kv_projection; (transformers) language_model, the text decoder's share",
     "workload": "context, users, dtype, kv_dtype, gpu (preset name or null), gpu_memory_bytes (the total the serving"
                 " engine divides up: torch.cuda.mem_get_info()'s, nvidia-smi's where that is unknown),"
                 " gpu_nvidia_smi_bytes (null for --gpu-memory), cached_token_layers",
@@ -51,14 +66,16 @@ JSON_KEYS: dict[str, str] = {
     "kv_cache_bytes": "kv_bytes_per_sequence x users",
     "state_bytes_per_sequence": "fixed per-sequence state of recurrent layers (linear attention, Mamba, convolutions)"
                                 " at the cache dtype; 0 for a model of attention layers only",
-    "total_bytes": "weights_bytes + kv_cache_bytes",
-    "flops_per_token": "attention, projections, ffn, lm_head, total: forward FLOPs of one token at the context",
-    "crossover_context": "context at which attention-score FLOPs equal feed-forward FLOPs",
+    "total_bytes": "weights_bytes + kv_cache_bytes + users x state_bytes_per_sequence",
+    "flops_per_token": "attention, projections, ffn, lm_head, total: forward FLOPs of one token at the context"
+                       " (null for a model read by transformers only)",
+    "crossover_context": "context at which attention-score FLOPs equal feed-forward FLOPs (null: as above)",
     "serving": "engine settings (vllm_version, gpu_memory_utilization, max_num_batched_tokens, max_num_seqs,"
                " non_torch_bytes, overhead_bytes), activation_peak_bytes, assumptions (list of strings), and the plans"
                " tensor_parallel and tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas,"
                " sequences_per_replica, usable_bytes_per_gpu, weight_bytes_per_gpu, kv_bytes_per_gpu,"
-               " overhead_bytes_per_gpu, naive_gpus)",
+               " overhead_bytes_per_gpu, naive_gpus; null for a model read by transformers only, whose tensor-parallel"
+               " layout the planner does not derive), naive_gpus",
 }
 
 
@@ -70,6 +87,148 @@ def normalised(cfg: ModelConfig) -> dict[str, Any]:
         if d[key] is not None:
             d[key] = list(d[key])
     return d
+
+
+def layer_kinds(cfg: ModelConfig) -> str:
+    """Each layer's kind in one line, from a hand-read description (``"42 layers: 21 window 4096, 21 full"``)."""
+    kind = "latent" if cfg.attention_kind == "latent" else "full"
+    counts: dict[str, int] = {}
+    for w in cfg.windows:
+        label = f"window {w}" if w else kind
+        counts[label] = counts.get(label, 0) + 1
+    return f"{cfg.n_layers} layers: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+
+
+def read_model(path: str | Path, *, assume_family: str | None = None
+               ) -> tuple[ModelConfig | None, eng_mod.EngineModel | None, list[str]]:
+    """Read ``config.json``: the hand-written reader first; where it refuses, transformers (if installed) decides.
+
+    Returns ``(cfg, None, [])`` when a hand-written reader reads it exactly; ``(cfg, engine_model, notes)`` when it
+    refused only fields that, built with transformers, change nothing (the model is the same with and without
+    them: the notes say which); ``(None, engine_model, notes)`` for a model only transformers knows. Raises
+    :class:`ConfigError` (one line) when neither can read it, saying when transformers would be needed.
+    """
+    try:
+        return load_config(path, assume_family=assume_family), None, []
+    except UnsupportedConfigError as err:
+        refusal = err
+    if not eng_mod.available():
+        raise ConfigError(f"{refusal}; this model needs the transformers engine, and transformers is not"
+                          " installed (pip install transformers torch)") from None
+    p = Path(path)
+    raw = json.loads(p.read_text(encoding="utf-8"))
+    try:
+        em = eng_mod.describe(raw)
+    except eng_mod.EngineError as err:
+        raise ConfigError(f"{refusal}; the transformers engine cannot read it either: {err}") from None
+    notes = list(em.notes)
+    model_type = raw.get("model_type")
+    if refusal.unread and model_type in SUPPORTED_MODEL_TYPES:
+        cfg = config_from_dict(raw, model_name(p, raw), assume_family=model_type)
+        same = (parameter_count(cfg).total == em.total and parameter_count(cfg).active == em.active
+                and model_kv_bytes_per_token(cfg, "fp16") == eng_mod.kv_bytes_per_token(em, "fp16")
+                and model_kv_bytes_per_sequence(cfg, 8192, "fp16") == eng_mod.kv_bytes_per_sequence(em, 8192, "fp16")
+                and eng_mod.state_bytes_per_sequence(em) == 0)
+        if not same:
+            raise ConfigError(f"{refusal}; built by transformers, the model differs from what the"
+                              f" {model_type!r} reader would read without those fields") from None
+        if same:
+            fields = ", ".join(refusal.unread)
+            return replace(cfg, assumptions=()), em, notes + [
+                f"{fields}: not read by the {model_type!r} reader, and transformers builds the same model"
+                f" with or without {'it' if len(refusal.unread) == 1 else 'them'} (checked by building it)"]
+    return None, em, notes
+
+
+def _gpu(gpu_memory_bytes: int | None, gpu_name: str | None) -> tuple[str | None, int, int | None, list[str]]:
+    """(preset name, bytes to plan with, nvidia-smi's bytes, notes) for a given size or a preset."""
+    notes: list[str] = []
+    smi_bytes = None
+    if gpu_memory_bytes is None:
+        card = gpu(gpu_name or "H100-80GB")
+        gpu_name, gpu_memory_bytes, smi_bytes = card.name, card.plan_bytes, card.memory_bytes
+        if card.engine_bytes is None:
+            notes.append(f"{card.name}: no public printout of torch.cuda.mem_get_info()'s total was found;"
+                         " planning with nvidia-smi's memory.total, which is a few hundred MiB larger on the"
+                         " cards where both are known")
+    return gpu_name, as_count(gpu_memory_bytes, "gpu_memory_bytes"), smi_bytes, notes
+
+
+def engine_report(
+    em: eng_mod.EngineModel,
+    raw: dict[str, Any],
+    *,
+    name: str = "",
+    context: int | None = None,
+    users: int = 1,
+    gpu_memory_bytes: int | None = None,
+    gpu_name: str | None = None,
+    dtype: str = "bf16",
+    kv_dtype: str | None = None,
+    engine: ServingAssumptions | None = None,
+    notes: list[str] | None = None,
+) -> dict[str, Any]:
+    """The report (keys: :data:`JSON_KEYS`) of a model only transformers reads: parameters, memory (per-token
+    cache, each layer with its window, plus the recurrent layers' fixed state) and the naive GPU count. No serving
+    plan: the planner derives tensor-parallel layouts from the hand-written description only."""
+    kv_dtype = dtype if kv_dtype is None else kv_dtype
+    bytes_per_element(dtype)
+    bytes_per_element(kv_dtype)
+    context = 4096 if context is None else as_count(context, "context")
+    users = as_count(users, "users")
+    gpu_name, gpu_memory_bytes, smi_bytes, gpu_notes = _gpu(gpu_memory_bytes, gpu_name)
+    engine = engine or ServingAssumptions.vllm_defaults(gpu_memory_bytes, gpu_name or "")
+    w_bytes = _whole(em.total * bytes_per_element(dtype))
+    per_seq = _whole(eng_mod.kv_bytes_per_sequence(em, context, kv_dtype))
+    state = _whole(eng_mod.state_bytes_per_sequence(em, kv_dtype))
+    total = w_bytes + users * (per_seq + state)
+    mpe = raw.get("max_position_embeddings")
+    warnings = ([f"context {context:,} exceeds the model's max_position_embeddings {mpe:,}: the model was not"
+                 " trained for it, and serving engines refuse it unless told otherwise"]
+                if isinstance(mpe, int) and context > mpe else [])
+    kinds = {layer.kind for layer in em.layers}
+    attention = ("latent" if "latent" in kinds else "hybrid" if kinds & {"mamba", "linear_attention", "conv",
+                                                                         "hybrid"} else "per-layer")
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": name or em.model_type,
+        "model_type": em.model_type,
+        "reader": "transformers",
+        "family": em.config_class,
+        "layers": eng_mod.layer_summary(em),
+        "attention": attention,
+        "assumptions": [],
+        "notes": list(notes or []),
+        "warnings": warnings,
+        "architecture": {"config_class": em.config_class, "layers": [asdict(layer) for layer in em.layers]},
+        "parameters": {"total": em.total, "active_per_token": em.active, "language_model": em.language_total},
+        "workload": {"context": context, "users": users, "dtype": dtype, "kv_dtype": kv_dtype, "gpu": gpu_name,
+                     "gpu_memory_bytes": gpu_memory_bytes, "gpu_nvidia_smi_bytes": smi_bytes,
+                     "cached_token_layers": sum(min(context, la.window) if la.window else context
+                                                for la in em.layers if la.kv_per_token)},
+        "weights_bytes": w_bytes,
+        "kv_bytes_per_token": _whole(eng_mod.kv_bytes_per_token(em, kv_dtype)),
+        "kv_bytes_per_sequence": per_seq,
+        "kv_cache_bytes": users * per_seq,
+        "state_bytes_per_sequence": state,
+        "total_bytes": total,
+        "flops_per_token": None,
+        "crossover_context": None,
+        "serving": {
+            "vllm_version": VLLM_VERSION,
+            "gpu_memory_utilization": engine.gpu_memory_utilization,
+            "max_num_batched_tokens": engine.max_num_batched_tokens,
+            "max_num_seqs": engine.max_num_seqs,
+            "non_torch_bytes": engine.non_torch_bytes,
+            "overhead_bytes": None,
+            "activation_peak_bytes": None,
+            "assumptions": gpu_notes + ["no serving plan: the planner derives tensor-parallel layouts and the"
+                                        " activation estimate from the hand-written readers' description only"],
+            "naive_gpus": math.ceil(total / gpu_memory_bytes),
+            "tensor_parallel": None,
+            "tensor_x_pipeline": None,
+        },
+    }
 
 
 def report(
@@ -97,16 +256,7 @@ def report(
     bytes_per_element(kv_dtype)
     context = 4096 if context is None else as_count(context, "context")
     users = as_count(users, "users")
-    gpu_notes: list[str] = []
-    smi_bytes = None
-    if gpu_memory_bytes is None:
-        card = gpu(gpu_name or "H100-80GB")
-        gpu_name, gpu_memory_bytes, smi_bytes = card.name, card.plan_bytes, card.memory_bytes
-        if card.engine_bytes is None:
-            gpu_notes.append(f"{card.name}: no public printout of torch.cuda.mem_get_info()'s total was found;"
-                             " planning with nvidia-smi's memory.total, which is a few hundred MiB larger on the"
-                             " cards where both are known")
-    gpu_memory_bytes = as_count(gpu_memory_bytes, "gpu_memory_bytes")
+    gpu_name, gpu_memory_bytes, smi_bytes, gpu_notes = _gpu(gpu_memory_bytes, gpu_name)
     engine = engine or ServingAssumptions.vllm_defaults(gpu_memory_bytes, gpu_name or "")
     params = parameter_count(cfg)
     w_bytes = params.total * bytes_per_element(dtype)
@@ -134,9 +284,12 @@ def report(
         "schema_version": SCHEMA_VERSION,
         "model": cfg.name or cfg.model_type,
         "model_type": cfg.model_type,
+        "reader": "hand-written",
         "family": cfg.family or cfg.model_type,
+        "layers": layer_kinds(cfg),
         "attention": cfg.attention_kind,
         "assumptions": list(cfg.assumptions),
+        "notes": [],
         "warnings": warnings,
         "architecture": normalised(cfg),
         "parameters": {"total": params.total, "active_per_token": params.active, **asdict(params)},
@@ -162,6 +315,7 @@ def report(
             "activation_peak_bytes": _whole(activation_peak_bytes(cfg, engine.max_num_batched_tokens,
                                                                   engine.max_num_seqs, dtype)),
             "assumptions": gpu_notes + serving_notes,
+            "naive_gpus": plans["tensor_parallel"]["naive_gpus"],
             **plans,
         },
     }
@@ -180,30 +334,46 @@ def _plan_line(label: str, g: dict[str, Any]) -> str:
 
 
 def format_report(r: dict[str, Any]) -> str:
-    """The readable form of :func:`report` (GB = 10**9 B and GiB = 2**30 B always labelled)."""
+    """The readable form of :func:`report` or :func:`engine_report` (GB = 10**9 B and GiB = 2**30 B labelled)."""
     w, p, f, s = r["workload"], r["parameters"], r["flops_per_token"], r["serving"]
     lines = [f"ASSUMED: {a}" for a in r["assumptions"]] + [f"WARNING: {a}" for a in r["warnings"]]
+    lines += [f"NOTE: {a}" for a in r.get("notes", [])]
     gpu_text = f"{w['gpu']}, " if w["gpu"] else ""
     smi = (f" (nvidia-smi reports {w['gpu_nvidia_smi_bytes'] / GiB:,.2f} GiB)"
            if w.get("gpu_nvidia_smi_bytes") and w["gpu_nvidia_smi_bytes"] != w["gpu_memory_bytes"] else "")
+    read = "read by transformers" if r["reader"] == "transformers" else "hand-written reader"
     lines += [
-        f"model: {r['model']} ({r['model_type']}, {r['attention']} attention)",
-        f"parameters: {p['total']:,} total, {p['active_per_token']:,} active per token",
+        f"model: {r['model']} ({r['model_type']}, {r['attention']} attention; {read})",
+        f"layers: {r['layers'].split(': ', 1)[-1]}",
+        f"parameters: {p['total']:,} total, {p['active_per_token']:,} active per token"
+        + (f" (language model {p['language_model']:,})"
+           if p.get("language_model") not in (None, p["total"]) else ""),
         f"weights ({w['dtype']}): {format_bytes(r['weights_bytes'])}",
         f"KV cache per token ({w['kv_dtype']}): {r['kv_bytes_per_token']:,.0f} B"
         f" = {r['kv_bytes_per_token'] / KiB:,.2f} KiB",
         f"KV cache for {w['users']} x {w['context']} tokens: {format_bytes(r['kv_cache_bytes'])}"
         f" ({w['cached_token_layers']:,} token-layers per sequence: cached tokens summed over the layers,"
         " each layer holding at most its window)",
-        f"weights + cache: {format_bytes(r['total_bytes'])}",
-        f"forward FLOPs per token at context {w['context']}: {f['total']:.4g} (attention scores {f['attention']:.4g},"
-        f" projections {f['projections']:.4g}, feed-forward {f['ffn']:.4g}, LM head {f['lm_head']:.4g})",
-        f"attention scores = feed-forward FLOPs at context {r['crossover_context']:,.0f}",
+    ]
+    if r["state_bytes_per_sequence"]:
+        lines.append(f"recurrent state per sequence ({w['kv_dtype']}): {format_bytes(r['state_bytes_per_sequence'])}"
+                     f" (fixed, whatever the context)")
+    lines.append(f"weights + cache{' + state' if r['state_bytes_per_sequence'] else ''}:"
+                 f" {format_bytes(r['total_bytes'])}")
+    if f is not None:
+        lines += [
+            f"forward FLOPs per token at context {w['context']}: {f['total']:.4g} (attention scores"
+            f" {f['attention']:.4g}, projections {f['projections']:.4g}, feed-forward {f['ffn']:.4g}, LM head"
+            f" {f['lm_head']:.4g})",
+            f"attention scores = feed-forward FLOPs at context {r['crossover_context']:,.0f}",
+        ]
+    lines.append(
         f"GPU: {gpu_text}{w['gpu_memory_bytes'] / GB:,.2f} GB = {w['gpu_memory_bytes'] / GiB:,.2f} GiB as the"
         f" serving engine sees it{smi}; (weights + cache) / memory, rounded up, would be"
-        f" {s['tensor_parallel']['naive_gpus']} GPU(s), before any engine overhead or parallelism constraint",
-    ]
-    if s["tensor_parallel"] == s["tensor_x_pipeline"]:
+        f" {s['naive_gpus']} GPU(s), before any engine overhead or parallelism constraint")
+    if s["tensor_parallel"] is None:
+        pass
+    elif s["tensor_parallel"] == s["tensor_x_pipeline"]:
         lines.append(_plan_line("serving plan (tensor parallel; no pipeline split does better)",
                                 s["tensor_parallel"]))
     else:
@@ -314,7 +484,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     try:
-        cfg = load_config(args.config, assume_family=args.assume_family)
+        cfg, em, notes = read_model(args.config, assume_family=args.assume_family)
         memory = parse_bytes(args.gpu_memory) if args.gpu_memory is not None else None
         name = None if memory is not None else gpu(args.gpu).name
         settings: dict[str, Any] = {"gpu_memory_utilization": args.utilization,
@@ -326,9 +496,16 @@ def main(argv: list[str] | None = None) -> int:
         engine = ServingAssumptions.vllm_defaults(memory if memory is not None else GPUS[name].plan_bytes,
                                                   name or "", args.vllm_entry, **settings)
         overhead = parse_bytes(args.overhead, allow_zero=True) if args.overhead is not None else None
-        r = report(cfg, context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name,
-                   dtype=args.dtype, kv_dtype=args.kv_dtype, engine=engine, overhead_bytes=overhead,
-                   max_tp=args.max_tp, max_pp=args.max_pp)
+        if cfg is not None:
+            r = report(cfg, context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name,
+                       dtype=args.dtype, kv_dtype=args.kv_dtype, engine=engine, overhead_bytes=overhead,
+                       max_tp=args.max_tp, max_pp=args.max_pp)
+            r["notes"] = notes
+        else:
+            raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
+            r = engine_report(em, raw, name=model_name(Path(args.config), raw), context=args.context,
+                              users=args.users, gpu_memory_bytes=memory, gpu_name=name, dtype=args.dtype,
+                              kv_dtype=args.kv_dtype, engine=engine, notes=notes)
     except (ConfigError, ValueError, TypeError) as err:
         sys.stderr.write(f"error: {err}\n")
         return 2

@@ -44,7 +44,10 @@ class ConfigError(ValueError):
 
 
 class UnsupportedConfigError(ConfigError):
-    """A ``model_type`` without a reader, or a count-changing field its reader does not read (see the module)."""
+    """A ``model_type`` without a reader, or a count-changing field its reader does not read (see the module).
+    ``unread`` names those fields (empty for an unsupported ``model_type``)."""
+
+    unread: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -650,12 +653,14 @@ def config_from_dict(raw: Any, name: str = "", *, assume_family: str | None = No
     unread = sorted(k for k in COUNT_FIELDS & raw.keys() - f.read if raw[k] is not None)
     if unread and assume_family is None:
         shown = ", ".join(f"{k}={raw[k]!r}" for k in unread)
-        raise UnsupportedConfigError(
+        err = UnsupportedConfigError(
             f"config field{'s' if len(unread) > 1 else ''} {shown}{_where(name)} change{'' if len(unread) > 1 else 's'}"
             f" the parameter count or the KV cache, and the {family!r} reader does not read "
             f"{'them' if len(unread) > 1 else 'it'}; supported model types: {_supported()}"
             " (to ignore it anyway, pass --assume-family FAMILY / assume_family=FAMILY)"
         )
+        err.unread = tuple(unread)
+        raise err
     assumptions += [f"field {k}={raw[k]!r} ignored (the {family!r} reader does not read it)" for k in unread]
     mpe = next((raw[k] for k in ("max_position_embeddings", "n_positions", "max_sequence_length")
                 if isinstance(raw.get(k), int) and not isinstance(raw.get(k), bool) and raw[k] > 0), 0)

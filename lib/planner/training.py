@@ -326,6 +326,26 @@ class LlamaShape:
     n_layers: int
     vocab: int
     qk_norm: bool = False  # Qwen3: an RMSNorm on each head's query and key
+    qkv_bias: bool = False  # Qwen2: biases on the Q, K, V projections
+    tied: bool = False  # the LM head shares the embedding table
+
+    def layer_parameters(self) -> int:
+        """Parameters of one decoder layer: Q, K, V, O, gate, up, down, two RMSNorms (and Q/K norms, biases)."""
+        q, kv = self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
+        n = self.d * (q + 2 * kv) + q * self.d + 3 * self.d * self.d_ff + 2 * self.d
+        return n + (q + 2 * kv if self.qkv_bias else 0) + (2 * self.head_dim if self.qk_norm else 0)
+
+    def parameters(self) -> int:
+        """All parameters (a tied embedding counted once)."""
+        return (self.n_layers * self.layer_parameters() + self.vocab * self.d * (1 if self.tied else 2)
+                + self.d)
+
+    def matmul_parameters(self) -> int:
+        """Parameters that multiply activations (every weight matrix, the LM head included; not the embedding
+        lookup, norms or biases): the ``N`` of ``6 N`` FLOPs per token."""
+        q, kv = self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
+        per_layer = self.d * (q + 2 * kv) + q * self.d + 3 * self.d * self.d_ff
+        return self.n_layers * per_layer + self.vocab * self.d
 
 
 LLAMA_STYLE = ("llama", "mistral", "qwen2", "qwen3")
@@ -342,7 +362,9 @@ def llama_shape(config: dict[str, Any]) -> LlamaShape:
     except KeyError as e:
         raise ValueError(f"config.json lacks {e.args[0]!r}, needed for the activation closed form") from None
     hd = config.get("head_dim") or d // h
-    return LlamaShape(d, h, config.get("num_key_value_heads") or h, hd, f, L, v, qk_norm=mt == "qwen3")
+    return LlamaShape(d, h, config.get("num_key_value_heads") or h, hd, f, L, v, qk_norm=mt == "qwen3",
+                      qkv_bias=mt == "qwen2" or bool(config.get("attention_bias")),
+                      tied=bool(config.get("tie_word_embeddings", False)))
 
 
 def _rms_norm_bytes(tokens: int, width: int, p: int) -> int:
