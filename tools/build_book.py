@@ -17,6 +17,14 @@ HTML goes to ``_build/strict/_build/html`` (``--output`` changes the first part)
 Math is typeset offline by the ``sphinx-mathjax-offline`` extension (``_config.yml``), which copies MathJax
 from its pip package into the built site: no CDN, no npm.
 
+**The book's code as one download.** After a successful build, the site gets ``book-code.zip`` (linked from the
+front page): one folder, ``transformer-book/``, holding ``lib/``, every chapter notebook of the table of
+contents with the files its code reads (``chapters/errata/``, the model configs under ``tests/fixtures/``: the
+same list ``tools/chapters.py`` hashes), ``requirements.txt``, ``requirements.lock``, ``README.md`` and
+``pyproject.toml``. Unpacked and set up as the README says (``python -m venv .venv``, ``pip install -r
+requirements.lock``, ``pip install -e .``), a chapter runs from that folder. ``tests/test_download.py`` unpacks
+it and executes a chapter there.
+
 Usage: ``python tools/build_book.py [--strict] [--output DIR]``. ``BOOK_WIDGETS=static`` is set for the
 chapters' kernels so ``lib.book.widgets`` draws figures instead of sliders (see that module).
 """
@@ -28,15 +36,47 @@ import os
 import shutil
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
+import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chapters import inputs_digest  # noqa: E402  (tools/ is not a package)
+from chapters import chapter_inputs, inputs_digest, toc_chapters  # noqa: E402  (tools/ is not a package)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
+DOWNLOAD = "book-code.zip"
+DOWNLOAD_FOLDER = "transformer-book"
+DOWNLOAD_TOP_FILES = ("README.md", "pyproject.toml", "requirements.txt", "requirements.lock")
+_NOT_SHIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis", ".ruff_cache"}
+
+
+def download_files(root: Path = ROOT) -> list[Path]:
+    """What ``book-code.zip`` holds, relative to ``root``: lib/, the chapters and what they read, the set-up."""
+    files: set[Path] = {root / name for name in DOWNLOAD_TOP_FILES if (root / name).is_file()}
+    files |= {p for p in (root / "lib").rglob("*") if p.is_file() and not _NOT_SHIPPED.intersection(p.parts)
+              and p.suffix not in {".pyc", ".pyo"}}
+    for nb_path in toc_chapters(root):
+        files.add(nb_path)
+        nb = nbformat.read(nb_path, as_version=4)
+        files |= {p for p in chapter_inputs(nb, root, nb_path.parent) if p.is_file()}
+    return sorted({p.resolve() for p in files if not _NOT_SHIPPED.intersection(p.parts)})
+
+
+def make_download(dest: Path, root: Path = ROOT) -> Path:
+    """Write ``book-code.zip`` (the book's code in one folder) to ``dest``; returns its path."""
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    root = root.resolve()
+    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+        for p in download_files(root):
+            rel = p.relative_to(root).as_posix()
+            info = zipfile.ZipInfo(f"{DOWNLOAD_FOLDER}/{rel}", date_time=(2026, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            info.compress_type = zipfile.ZIP_DEFLATED
+            zf.writestr(info, p.read_bytes())
+    return dest
 
 
 def clear_stale_outputs(build: Path, digest: str) -> bool:
@@ -99,7 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     if rc != 0:
         print(f"build_book: jupyter-book build failed (exit {rc})", file=sys.stderr)
         return rc
-    print(f"build_book: the book is at {path_output / '_build' / 'html' / 'index.html'}")
+    html = path_output / "_build" / "html"
+    zipped = make_download(html / DOWNLOAD)
+    print(f"build_book: the book's code for download: {zipped} ({zipped.stat().st_size / 1e6:.1f} MB)")
+    print(f"build_book: the book is at {html / 'index.html'}")
     return 0
 
 
