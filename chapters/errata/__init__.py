@@ -1,9 +1,16 @@
-"""The review of the four notes: every checkable claim, its grade and the computation behind the grade.
+"""Common claims about the Transformer, each checked by a computation: the data behind the appendix.
 
-The appendix ``claims_checked.ipynb`` renders this review. Each note has one module here (``lab_report``,
-``theory_notes``, ``intro_article``, ``walkthrough``) whose ``check(review)`` recomputes, with ``lib``, every
-checkable claim of that note in the order the note makes it, asserts what it finds and records it with
-``review.add``. A claim whose check fails raises, so the appendix (and nbval) fails with it.
+The appendix ``claims_checked.ipynb`` ("Common claims, checked") renders this review, grouped by the chapter
+that derives each claim. The claims were collected from four tutorial notes; where each came from (``note``,
+``line``, ``section``) stays here for maintainers and is not shown to readers. One module per note
+(``lab_report``, ``theory_notes``, ``intro_article``, ``walkthrough``) plus ``worked`` (claims several notes
+share) has a ``check(review)`` that recomputes every claim with ``lib``, PyTorch or sympy, asserts what it finds
+and records it with ``review.add``. A claim whose check fails raises, so the appendix (and nbval) fails with it.
+
+A claim is recorded with ``says`` (the claim, paraphrased in the book's words), ``grade``, ``evidence`` (the full
+finding, kept for maintainers) and ``brief`` (the one line of evidence the page shows). ``brief`` may cite the
+numbers of ``evidence`` by position, ``#{0}`` for the first number in it, so that the shown line quotes
+computed numbers only.
 
 Grades (the rubric the appendix states):
 
@@ -21,26 +28,46 @@ Every number in ``says`` and ``evidence`` that is a result comes from the comput
 from __future__ import annotations
 
 import importlib
+import math
+import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
-NOTES = {  # key: (the name the book gives the note, the label of its section in the appendix)
-    "lab-report": ("Lab Report", "note-lab-report"),
-    "theory-notes": ("Theory Notes", "note-theory-notes"),
-    "intro-article": ("Introductory Article", "note-intro-article"),
-    "walkthrough": ("First-Principles Walkthrough", "note-walkthrough"),
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures"
+
+NOTES = {  # key: the note a claim was collected from (kept for maintainers; the page names no note)
+    "lab-report": "Lab Report",
+    "theory-notes": "Theory Notes",
+    "intro-article": "Introductory Article",
+    "walkthrough": "First-Principles Walkthrough",
 }
-MODULES = {  # note key: the module of this package that checks it
-    "lab-report": "lab_report",
-    "theory-notes": "theory_notes",
-    "intro-article": "intro_article",
-    "walkthrough": "walkthrough",
-}
+MODULES = ("worked", "lab_report", "theory_notes", "intro_article", "walkthrough")  # run in this order
 GRADES = ("wrong", "imprecise", "assumption", "rounding", "correct")
-CHAPTER_LABELS = frozenset({  # the target that starts each chapter, e.g. (softmax)= in chapters/softmax.ipynb
-    "notation", "softmax", "scaling", "attention-backward", "multihead", "positional", "layernorm-ffn",
-    "blocks", "training", "flops", "kv-cache", "capacity-planner", "tiled-attention", "beyond",
-})
-MAX_SAYS = 320  # characters: a claim is paraphrased, or quoted in a short phrase, never at length
+CHAPTERS = {  # the label that starts each chapter, e.g. (softmax)= in chapters/softmax.ipynb: its file stem
+    "notation": "notation", "softmax": "softmax", "scaling": "scaling", "attention-backward": "attention_backward",
+    "multihead": "multihead", "positional": "positional", "layernorm-ffn": "layernorm_ffn", "blocks": "blocks",
+    "training": "training", "flops": "flops", "kv-cache": "kv_cache", "capacity-planner": "capacity_planner",
+    "tiled-attention": "tiled_attention", "beyond": "beyond",
+}
+CHAPTER_LABELS = frozenset(CHAPTERS)
+MAX_SAYS = 160  # characters: a claim is paraphrased in one short sentence
+MAX_BRIEF = 150  # characters, numbers filled in: the one line of evidence the page shows
+NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e-?\d+)?%?")  # the numbers of an evidence string, as #{k} cites them
+CITE = re.compile(r"#\{(\d+)\}")
+
+
+def fill_brief(brief: str, evidence: str) -> str:
+    """``brief`` with each ``#{k}`` replaced by the k-th number (from 0) of ``evidence``."""
+    numbers = [m.group(0).rstrip(",") for m in NUMBER.finditer(evidence)]
+
+    def number(m: re.Match) -> str:
+        k = int(m.group(1))
+        if k >= len(numbers):
+            raise ValueError(f"brief cites number #{{{k}}} but evidence has {len(numbers)}: {evidence!r}")
+        return numbers[k]
+
+    return CITE.sub(number, brief)
 
 
 @dataclass(frozen=True)
@@ -50,10 +77,11 @@ class Claim:
     note: str  # a key of NOTES
     line: int  # where the note makes the claim (its line in the note's text); orders the table
     section: str  # the note's section, as a reader finds it ("3. Softmax", "Multi-head attention")
-    says: str  # what the note claims: a paraphrase, or a short quoted phrase in quotation marks
+    says: str  # the claim, paraphrased in the book's words (never quoted)
     grade: str  # one of GRADES
-    evidence: str  # the computed finding, with the numbers the computation produced
-    chapter: str | None = None  # label of the chapter that derives it in full, if one does
+    evidence: str  # the computed finding in full, with the numbers the computation produced
+    chapter: str  # label of the chapter that derives it in full
+    brief: str  # the one line of evidence the page shows (numbers filled in from evidence)
 
 
 @dataclass
@@ -63,7 +91,7 @@ class Review:
     claims: list[Claim] = field(default_factory=list)
 
     def add(self, note: str, line: int, section: str, says: str, grade: str, evidence: str,
-            chapter: str | None = None) -> Claim:
+            chapter: str, *, brief: str) -> Claim:
         """Record one checked claim; refuses an entry the appendix could not render or would mislabel."""
         if note not in NOTES:
             raise ValueError(f"note must be one of {sorted(NOTES)}, got {note!r}")
@@ -71,14 +99,19 @@ class Review:
             raise ValueError(f"grade must be one of {list(GRADES)}, got {grade!r}")
         if not isinstance(line, int) or isinstance(line, bool) or line < 1:
             raise ValueError(f"line must be a positive int (the claim's line in the note), got {line!r}")
-        if chapter is not None and chapter not in CHAPTER_LABELS:
-            raise ValueError(f"chapter must be a chapter label ({sorted(CHAPTER_LABELS)}) or None, got {chapter!r}")
-        for name, text in (("section", section), ("says", says), ("evidence", evidence)):
+        if chapter not in CHAPTER_LABELS:
+            raise ValueError(f"chapter must be a chapter label ({sorted(CHAPTER_LABELS)}), got {chapter!r}")
+        for name, text in (("section", section), ("says", says), ("evidence", evidence), ("brief", brief)):
             if not isinstance(text, str) or not text.strip():
                 raise ValueError(f"{name} must be a non-empty string, got {text!r}")
         if len(says) > MAX_SAYS:
             raise ValueError(f"says must paraphrase the claim in at most {MAX_SAYS} characters, got {len(says)}")
-        claim = Claim(note, line, section, says, grade, evidence, chapter)
+        if any(q in says for q in ('"', "“", "”")):
+            raise ValueError(f"says must paraphrase, not quote: {says!r}")
+        shown = fill_brief(brief, evidence)
+        if len(shown) > MAX_BRIEF:
+            raise ValueError(f"brief must be one line of at most {MAX_BRIEF} characters, got {len(shown)}: {shown!r}")
+        claim = Claim(note, line, section, says, grade, evidence, chapter, shown)
         self.claims.append(claim)
         return claim
 
@@ -87,10 +120,32 @@ class Review:
         return sorted((c for c in self.claims if c.note == note), key=lambda c: c.line)
 
 
-def check_note(note: str, review: Review) -> list[Claim]:
-    """Run one note's checks into ``review`` and return the claims they added."""
-    if note not in MODULES:
-        raise ValueError(f"note must be one of {sorted(MODULES)}, got {note!r}")
+    def for_chapter(self, chapter: str) -> list[Claim]:
+        """The claims a chapter derives, in the order they were recorded."""
+        return [c for c in self.claims if c.chapter == chapter]
+
+
+def longest_stored_n(matrices: int, bytes_per_entry: int, memory_bytes: int, weight_bytes: int) -> int:
+    """The longest n whose ``matrices`` n x n attention-weight matrices fit in the memory the model's own weights
+    leave free: ``floor(sqrt((memory - weights) / (matrices * bytes_per_entry)))``."""
+    free = memory_bytes - weight_bytes
+    if free <= 0:
+        raise ValueError(f"the weights ({weight_bytes} B) do not fit in {memory_bytes} B")
+    return math.isqrt(int(free // (matrices * bytes_per_entry)))
+
+
+def check_module(module: str, review: Review) -> list[Claim]:
+    """Run one module's checks into ``review`` and return the claims they added."""
+    if module not in MODULES:
+        raise ValueError(f"module must be one of {list(MODULES)}, got {module!r}")
     start = len(review.claims)
-    importlib.import_module(f"{__name__}.{MODULES[note]}").check(review)
+    importlib.import_module(f"{__name__}.{module}").check(review)
     return review.claims[start:]
+
+
+def check_all() -> Review:
+    """Every module's checks, run into one new review."""
+    review = Review()
+    for module in MODULES:
+        check_module(module, review)
+    return review

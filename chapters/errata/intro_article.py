@@ -1,7 +1,7 @@
 """The Introductory Article (note key ``intro-article``): every checkable claim, in the note's order.
 
 Each function checks one claim (or a tight group), asserts what it finds and records it with ``review.add``.
-Three claims of this note are checked in the appendix notebook itself and are not repeated here: the
+Three claims of this note are checked in ``worked`` and are not repeated here: the
 scaling "keeps the variance at 1" (section 4.3), the ``masked_fill(mask == 0, -1e9)`` line of the PyTorch
 sketch, and the cost of $QK^\\top$ (section 9).
 """
@@ -24,20 +24,19 @@ import lib.positional as pos
 import lib.pt.attention as pt_att
 import lib.recurrence as rec
 from lib.blocks import encoder_layer_param_count
+from lib.book.fmt import agree, bound, count, fixed, percent, sig
 from lib.constants import BYTES_PER_DTYPE, GB
 from lib.ffn import feed_forward, ffn_param_count, relu
 from lib.flops import attention_score_flops
-from lib.book.fmt import agree, bound, count, fixed, percent, sig
-from lib.gpus import GPUS
-from lib.model_config import load_config
 from lib.norms import layer_norm, layer_norm_backward, layer_norm_param_count
-from lib.params import parameter_count
+from lib.planner.config import load_config
+from lib.planner.counts import parameter_count
+from lib.planner.gpus import GPUS
 from lib.pt.model import Seq2SeqTransformer
 from lib.softmax import softmax, softmax_jacobian_norm
 from lib.tiled import io_elements, tiled_attention
 
-from . import Review
-from .notes_code.intro_article_attention import scaled_dot_product_attention as note_attention
+from . import Review, longest_stored_n
 
 NOTE = "intro-article"
 FIXTURES = Path(lib.__file__).resolve().parents[1] / "tests" / "fixtures"
@@ -70,15 +69,14 @@ def rnn_information_fades(review: Review) -> None:
     assert chain[3.0] > 1e8
     review.add(
         NOTE, 17, "1. Limitations of conventional methods",
-        "In an RNN the information of the first words fades by the end of a long sentence: the vanishing "
-        "gradient problem.",
+        "RNN gradients to early words vanish over a long sentence.",
         "assumption",
         "true when the recurrence contracts. For a tanh RNN of width 32 over 100 steps (`lib.recurrence`), the "
         "factor $\\|\\partial h_{101}/\\partial h_1\\|$ that carries the first token's gradient vanishes when the "
         f"recurrent weight has spectral radius 0.5 ({bound(chain[0.5], 1e-30, 'norm')}) or 1 "
         f"({bound(chain[1.0], 1e-9, 'norm')}), but exceeds $10^8$ for radius 3: the same chain of Jacobians "
         "makes the gradient explode instead, which the note does not mention",
-        "beyond",
+        "beyond", brief="only if it contracts: radius 3 explodes instead",
     )
 
 
@@ -89,14 +87,13 @@ def rnn_is_sequential(review: Review) -> None:
     assert rnn == 4 * n * d**2 and scores == 4 * n**2 * d and scores == 4 * rnn
     review.add(
         NOTE, 18, "1. Limitations of conventional methods",
-        "Because an RNN reads the words one at a time, its computation cannot be spread in parallel over a GPU, "
-        "which makes training slow.",
+        "Reading one word at a time, an RNN cannot parallelise.",
         "correct",
         f"$h_t$ needs $h_{{t-1}}$, so {count(n)} tokens are {count(n)} dependent steps, while attention's "
         "$QK^\\top$ and $AV$ are two matrix products with no dependency between positions. The gain is "
         f"parallelism, not arithmetic: at $n$ = {count(n)}, $d$ = {count(d)} the recurrence costs {count(rnn)} "
         f"FLOPs and attention's two products {count(scores)}, {count(scores // rnn)} times more",
-        "beyond",
+        "beyond", brief="#{1} dependent steps; attention has none",
     )
 
 
@@ -119,14 +116,14 @@ def attention_keeps_information(review: Review) -> None:
     agree(a_even, np.full((1, n_long), 1 / n_long), 0, exact=True)
     review.add(
         NOTE, 20, "1. Limitations of conventional methods",
-        "Attention alone loses no information however long the sequence is, and parallelises on GPUs.",
+        "Attention loses nothing over long sequences and parallelises.",
         "assumption",
         "the path is short at any distance: $\\partial o_t/\\partial v_1 = a_{t1} I$, one step "
         f"({path}, autograd over 100 tokens), and a query that looks for token 1 gives it a weight above 0.99. "
         "But what arrives is the weight the query chooses: a query spread evenly over "
         f"{count(n_long)} tokens gives each {sig(a_even[0, 0], 2)} ($1/n$), so a token's contribution is diluted "
         "as the context grows unless the query concentrates on it",
-        "beyond",
+        "beyond", brief="one-step paths, but an even spread gives each of #{8} tokens #{9}",
     )
 
 
@@ -143,13 +140,12 @@ def embedding_lookup(review: Review) -> None:
     x = one_hot @ w_e
     review.add(
         NOTE, 36, "3.1 Input embedding",
-        "With $W_E \\in \\mathbb{R}^{V \\times d_{model}}$ each token becomes a vector in "
-        "$\\mathbb{R}^{d_{model}}$ and a sentence of $N$ tokens a matrix $X \\in \\mathbb{R}^{N \\times d_{model}}$.",
+        r"Embedding $N$ tokens gives an $N \times d_{model}$ matrix.",
         "correct",
         f"a one-hot row times $W_E$ ($V$ = {count(vocab)}, $d_{{model}}$ = {count(d_model)}) picks out row $w_i$ "
         f"({agree(x, w_e[ids], 0, 'max |one-hot W_E - W_E[w]|', exact=True)}); {count(len(ids))} tokens give $X$ "
         f"of shape {shape(x)}",
-        "notation",
+        "notation", brief="#{3} tokens give (#{4}, #{5}), rows picked exactly",
     )
 
 
@@ -172,13 +168,12 @@ def word_order_is_lost(review: Review) -> None:
     assert gap > 0.01
     review.add(
         NOTE, 42, "3.2 Positional encoding",
-        "Processing all words at once loses their order: \"a dog bites a man\" and \"a man bites a dog\" have the "
-        "same words and would look the same.",
+        "Without positions, reordered sentences look alike.",
         "correct",
         f"without positions, multi-head self-attention gives \"dog\" the same output in both sentences ({same_dog}), "
         f"and the two sentences the same mean output ({same_mean}). With the sinusoidal table added, the two "
         f"\"dog\" vectors differ by up to {fixed(gap, 2)}",
-        "positional",
+        "positional", brief="same outputs (< #{0}); with positions they differ",
     )
 
 
@@ -191,19 +186,18 @@ def encoding_index_ranges(review: Review) -> None:
     assert pos.sinusoid_frequencies(d).size == d // 2 and table.shape == (n, d)
     review.add(
         NOTE, 46, "3.2 Positional encoding",
-        "In the sinusoidal encoding $pos$ runs over $0, \\dots, N-1$ and the index $i$ over "
-        "$0, \\dots, d_{model}/2 - 1$, each $i$ giving a sine and a cosine.",
+        "Each sinusoidal index $i < d_{model}/2$ gives a sine and a cosine.",
         "correct",
         f"for $d_{{model}}$ = {count(d)}: {count(i.size)} values of $i$, whose sines (columns $2i$) and cosines "
         f"(columns $2i+1$) fill the {count(table.shape[1])} columns once each; `lib.positional` matches "
         f"$\\sin(pos/10000^{{2i/d}})$ and $\\cos(pos/10000^{{2i/d}})$ "
         f"({agree(table[:, 0::2], np.sin(angle), 1e-12)}, {agree(table[:, 1::2], np.cos(angle), 1e-12)})",
-        "positional",
+        "positional", brief="#{1} values fill #{5} columns",
     )
 
 
 def shift_is_linear(review: Review) -> None:
-    """Line 54: PE(pos + k) is a linear function of PE(pos): PE(pos + k) = PE(pos) M_k, the same M_k for every pos."""
+    """Line 54: a fixed matrix M_k, the same for every pos, maps PE(pos) to PE(pos + k)."""
     d, n = 512, 1000
     table = pos.sinusoidal_encoding(n + 100, d)
     err = 0.0
@@ -213,14 +207,13 @@ def shift_is_linear(review: Review) -> None:
     m_7 = pos.sinusoid_shift_matrix(7, d)
     review.add(
         NOTE, 54, "3.2 Positional encoding",
-        "By the addition theorems, the encoding of position $pos + k$ is a linear map of that of $pos$: "
-        "$PE_{pos+k} = PE_{pos} M_k$.",
+        "The code of position $pos + k$ is a fixed linear map of that of $pos$.",
         "correct",
         f"$M_k$ is block diagonal, one 2×2 rotation by $k\\omega_i$ per frequency, and does not depend on $pos$: "
         f"for all {count(n)} positions of a {count(d)}-wide table and $k$ = 1, 10, 100, "
         f"{bound(err, 1e-11, 'max |PE_pos M_k - PE_(pos+k)|')}; $M_k$ is orthogonal "
         f"({agree(m_7.T @ m_7, np.eye(d), 1e-12, 'max |M^T M - I|')})",
-        "positional",
+        "positional", brief="block rotations: < #{7}",
     )
 
 
@@ -239,7 +232,7 @@ def relative_distance_by_dot_product(review: Review) -> None:
     assert spread > 1
     review.add(
         NOTE, 56, "3.2 Positional encoding",
-        "Thanks to this linearity attention can easily recognise through dot products how far apart two words are.",
+        "Shift linearity lets attention read word distance from dot products.",
         "assumption",
         f"for the encodings themselves, $PE_p \\cdot PE_{{p+k}} = \\sum_i \\cos k\\omega_i$ ({formula_check}) "
         "depends on the offset alone (every diagonal of the 600×600 table of dot products is constant: "
@@ -247,7 +240,7 @@ def relative_distance_by_dot_product(review: Review) -> None:
         "$(PE_p W_Q)\\cdot(PE_{p+k} W_K)$: with random 512×64 projections the same offset gives scores that vary "
         f"by up to {fixed(spread, 2)} with the position. The offset stays readable only for projections that "
         "commute with the rotations $M_k$ (rotary embeddings build that in)",
-        "positional",
+        "positional", brief="not after projections: scores vary by #{7}",
     )
 
 
@@ -266,14 +259,13 @@ def every_position_distinct(review: Review) -> None:
     assert k_close == 710 and first_pair.min() < 1e-4
     review.add(
         NOTE, 56, "3.2 Positional encoding",
-        "Combining sines and cosines of different wavelengths gives every position a distinct vector, "
-        "however long the sentence.",
+        "Mixing wavelengths gives every position its own vector, for any length.",
         "correct",
         f"among {count(n)} positions ($d_{{model}}$ = {count(d)}) the closest two encodings are neighbours, "
         f"{fixed(dist.min(), 2)} apart; none repeats. The combination is what keeps them apart: the fastest pair "
         f"alone (wavelength $2\\pi$) puts positions 0 and {count(k_close)} within {sig(first_pair.min(), 2)} of "
         "each other",
-        "positional",
+        "positional", brief="#{0} positions: closest pair #{2} apart; one wave alone repeats",
     )
 
 
@@ -291,14 +283,15 @@ def input_is_embedding_plus_encoding(review: Review) -> None:
     assert abs(rms["e"] * math.sqrt(d_model) - 1) < 0.02 and abs(rms["pe"] - math.sqrt(0.5)) < 1e-6
     review.add(
         NOTE, 58, "3.2 Positional encoding",
-        "The input matrix is the word embeddings plus the positional encoding.",
+        "The model's input is word embeddings plus positional codes.",
         "imprecise",
         "the original Transformer multiplies the embeddings by $\\sqrt{d_{model}}$ "
         f"(= {fixed(math.sqrt(d_model), 2)} for 512) before adding the table, and `lib.pt.model` does the same "
         f"({formula}). The factor sets the balance: embeddings initialised with standard deviation "
         f"$d_{{model}}^{{-1/2}}$ have RMS {fixed(rms['e'], 3)} against the encoding's {fixed(rms['pe'], 3)}, so "
         f"an unscaled sum is mostly position; scaled, the token part has RMS {fixed(rms['scaled'], 2)}",
-        None,
+        "positional",
+        brief=r"the embeddings are first scaled by $\sqrt{d_{model}}$ = #{0}; unscaled, position dominates",
     )
 
 
@@ -317,13 +310,12 @@ def qkv_shapes(review: Review) -> None:
     heads = mh.split_heads(x @ params.w_q, h)  # (h, n, d_k)
     review.add(
         NOTE, 72, "4.1 Generation of Q, K, V",
-        "$Q = XW^Q$, $K = XW^K$, $V = XW^V$ with $W \\in \\mathbb{R}^{d_{model} \\times d_k}$, usually "
-        "$d_k = d_v = d_{model}/h$, so $Q, K, V \\in \\mathbb{R}^{N \\times d_k}$.",
+        r"$Q = XW^Q$ etc. with $d_{model} \times d_k$ weights, usually $d_k = d_v = d_{model}/h$.",
         "correct",
         f"$d_k$ = 512/8 = {count(d_k)}; head 0's $W^Q$ is a {shape(w_q0)} block of `lib.multihead`'s $W_Q$, and "
         f"$XW^Q$ for {count(n)} tokens has shape {shape(q0)}, head 0 of the library's projection "
         f"({agree(q0, heads[0], 1e-12)})",
-        "multihead",
+        "multihead", brief="$d_k$ = #{2}; each head's block (#{4}, #{5}) matches lib (< #{10})",
     )
 
 
@@ -336,12 +328,11 @@ def score_matrix(review: Review) -> None:
     by_pairs = np.array([[np.dot(q[i], k[j]) for j in range(n)] for i in range(n)])
     review.add(
         NOTE, 80, "4.2 Attention scores",
-        "$\\text{Scores} = QK^\\top \\in \\mathbb{R}^{N \\times N}$, with $s_{ij}$ the dot product of word "
-        "$i$'s query and word $j$'s key.",
+        r"Scores $QK^\top$ are $N \times N$, entry $(i, j)$ the query-key dot product.",
         "correct",
         f"shape {shape(scores)} for {count(n)} tokens; every entry equals $q_i \\cdot k_j$ "
         f"({agree(scores, by_pairs, 1e-12)})",
-        "notation",
+        "notation", brief="shape (#{0}, #{1}); every entry matches (< #{3})",
     )
 
 
@@ -356,12 +347,12 @@ def dot_products_grow(review: Review) -> None:
         assert abs(stds[d_k] / math.sqrt(d_k) - 1) < 0.03
     review.add(
         NOTE, 84, "4.3 Scaling",
-        "The larger $d_k$, the larger (or more negative) the dot products can become.",
+        "Wider $d_k$ means larger dot products in both directions.",
         "correct",
         f"measured standard deviation of $q \\cdot k$ over {count(pairs)} pairs of standard normal vectors: "
         + ", ".join(f"{fixed(s, 1)} for $d_k$ = {count(d)}" for d, s in stds.items())
         + ", i.e. $\\sqrt{d_k}$",
-        "scaling",
+        "scaling", brief=r"spread #{1}, #{3}, #{5} at $d_k$ = 16, 64, 256: $\sqrt{d_k}$",
     )
 
 
@@ -377,11 +368,11 @@ def dot_product_mean(review: Review) -> None:
     assert abs(measured) < 4 * math.sqrt(d_k / pairs)  # four standard errors
     review.add(
         NOTE, 86, "4.3 Scaling",
-        "For independent standard normal $q_i, k_i$: $E[q_i k_i] = E[q_i]E[k_i] = 0$, so $q \\cdot k$ has mean 0.",
+        r"For independent standard normal entries $q \cdot k$ has mean 0.",
         "correct",
         f"sympy: $E[q_i k_i]$ = {mean_term}; measured mean of $q \\cdot k$ for $d_k$ = 64 over {count(pairs)} "
         f"pairs: {fixed(measured, 2)} (standard error {fixed(math.sqrt(d_k / pairs), 2)})",
-        "scaling",
+        "scaling", brief="sympy: 0; sample mean -#{3} (standard error #{4})",
     )
 
 
@@ -397,12 +388,12 @@ def dot_product_variance(review: Review) -> None:
     assert abs(ratio - 1) < 0.05
     review.add(
         NOTE, 86, "4.3 Scaling",
-        "$\\operatorname{Var}(q_i k_i) = E[(q_i k_i)^2] - 0 = 1$, hence $\\operatorname{Var}(q \\cdot k) = d_k$.",
+        r"Each product has variance 1, so $q \cdot k$ has variance $d_k$.",
         "correct",
         f"sympy: $E[(q_i k_i)^2]$ = {second_moment}, $\\operatorname{{Var}}(q_i k_i)$ = {var_term}; the $d_k$ terms "
         "are independent, so their variances add. Measured for $d_k$ = 64 over "
         f"{count(pairs)} pairs: $\\operatorname{{Var}}(q\\cdot k)/d_k$ = {fixed(ratio, 2)}",
-        "scaling",
+        "scaling", brief=r"sympy; measured $\operatorname{Var}/d_k$ = #{5}",
     )
 
 
@@ -423,15 +414,14 @@ def large_variance_kills_gradient(review: Review) -> None:
     assert few[0] < few[1] / 3 and many[0] > 1.5 * many[1]
     review.add(
         NOTE, 88, "4.3 Scaling",
-        "When the scores' variance is large, the softmax gradients of all but the largest score become tiny: "
-        "the gradient vanishes and learning stops.",
+        "High score variance shrinks all softmax gradients but the top one.",
         "assumption",
         f"it depends on how many keys share the row. With $d_k$ = {count(d_k)} unscaled, over 16 keys the mean "
         f"softmax-Jacobian norm falls to {fixed(few[0], 3)} against {fixed(few[1], 3)} scaled (and the largest "
         f"weight's own derivative $a(1-a)$ to {fixed(few[2], 3)}: not only the others' gradients shrink). Over "
         f"{count(1024)} keys the same unscaled scores give {fixed(many[0], 3)}, more than the {fixed(many[1], 3)} "
         "of the scaled softmax: saturated rows pass no gradient, but on average the gradient has not vanished",
-        "scaling",
+        "scaling", brief="over 1,024 keys the unscaled gradient (#{7}) beats the scaled",
     )
 
 
@@ -443,11 +433,11 @@ def rows_sum_to_one(review: Review) -> None:
     _, a_sharp = att.attention(30 * q, k, v)  # logits 30x larger: nearly one-hot rows
     review.add(
         NOTE, 92, "4.4 Softmax",
-        "The softmax, applied to each row, turns the scores into a probability distribution summing to 1.",
+        "The row-wise softmax makes each row a distribution summing to 1.",
         "correct",
         f"every row of the weights sums to 1 ({agree(a.sum(axis=-1), np.ones(10), 1e-12)}), also when the "
         f"logits are 30 times larger and the rows nearly one-hot ({agree(a_sharp.sum(axis=-1), np.ones(10), 1e-12)})",
-        "softmax",
+        "softmax", brief="row sums within #{1} of 1, even near one-hot",
     )
 
 
@@ -460,12 +450,11 @@ def weights_between_zero_and_one(review: Review) -> None:
     assert a.shape == (10, 10) and all(((w >= 0) & (w <= 1)).all() for w in (a, a_sharp))
     review.add(
         NOTE, 94, "4.4 Softmax",
-        "The attention weight matrix $A$ is $N \\times N$ and each entry, between 0 and 1, says how much word "
-        "$i$ attends to word $j$.",
+        r"The weights form an $N \times N$ matrix of entries between 0 and 1.",
         "correct",
         f"$A$ has shape {shape(a)}; all its entries lie in [0, 1], with largest {fixed(a.max(), 3)}; with 30 times "
         f"larger logits the rows are nearly one-hot (largest {fixed(a_sharp.max(), 3)}) and still in range",
-        "softmax",
+        "softmax", brief="shape (#{0}, #{1}); all in [0, 1]",
     )
 
 
@@ -479,11 +468,11 @@ def weighted_sum_of_values(review: Review) -> None:
     o, _ = att.attention(q, k, v)
     review.add(
         NOTE, 100, "4.5 Weighted sum of values",
-        "$Z = AV \\in \\mathbb{R}^{N \\times d_v}$ completes the paper's scaled dot-product attention.",
+        r"Multiplying the weights by $V$ ($N \times d_v$) completes scaled dot-product attention.",
         "correct",
         f"$\\operatorname{{softmax}}(QK^\\top/\\sqrt{{d_k}})\\,V$ with $d_k$ = {count(d_k)}, $d_v$ = {count(d_v)} "
         f"has shape {shape(z)} and equals `lib.attention.attention` ({agree(z, o, 1e-12)})",
-        "notation",
+        "notation", brief="shape (#{2}, #{3}); matches lib (< #{4})",
     )
 
 
@@ -507,33 +496,55 @@ def multi_head_by_hand(seed: int) -> tuple[np.ndarray, list[np.ndarray], np.ndar
 
 
 def heads_in_parallel(review: Review) -> None:
-    """Lines 106-108: h = 8 heads, each with its own d_model x d_k weights, computed independently."""
+    """Lines 106-108: h = 8 heads computed independently, each W_i^V said to be d_model x d_k."""
     x, heads, _, params, out = multi_head_by_hand(15)
     library, _ = mh.multi_head_attention(x, None, params, 8)
+    assert np.abs(out - library).max() < 1e-12
+    # the value width is its own parameter: d_v = 24 against d_k = 64 (lib accepts any d_v)
+    d_model, h, d_k, d_v = 512, 8, 64, 24
+    rng = np.random.default_rng(16)
+    w_v, w_o = rng.standard_normal((d_model, h * d_v)) / d_model**0.5, rng.standard_normal((h * d_v, d_model))
+    narrow = params._replace(w_v=w_v, w_o=w_o / (h * d_v) ** 0.5)
+    out_v, _ = mh.multi_head_attention(x, None, narrow, h)
+    heads_v = [att.attention(x @ narrow.w_q[:, i * d_k:(i + 1) * d_k], x @ narrow.w_k[:, i * d_k:(i + 1) * d_k],
+                             x @ w_v[:, i * d_v:(i + 1) * d_v])[0] for i in range(h)]
+    by_hand = np.concatenate(heads_v, axis=1) @ narrow.w_o
+    assert heads_v[0].shape == (x.shape[0], d_v) and narrow.w_o.shape == (h * d_v, d_model)
     review.add(
         NOTE, 106, "5. Multi-head attention",
-        "The projections and attention are done $h$ times in parallel ($h = 8$ in the paper), head $i$ with its "
-        "own $W_i^Q, W_i^K, W_i^V \\in \\mathbb{R}^{d_{model} \\times d_k}$.",
-        "correct",
-        f"{count(len(heads))} heads of width {count(heads[0].shape[1])}, computed one at a time with their own "
-        f"column blocks of $W_Q, W_K, W_V$, give the output of `lib.multihead`, which computes them all at once "
-        f"({agree(out, library, 1e-12)}): no head depends on another",
+        "Each head's $W_i^Q, W_i^K, W_i^V$ are $d_{model} \\times d_k$.",
+        "imprecise",
+        f"the heads are independent: {count(len(heads))} heads computed one at a time give `lib.multihead`'s output "
+        f"({agree(out, library, 1e-12)}). But $W_i^V$ is $d_{{model}} \\times d_v$: with $d_v$ = {count(d_v)} and "
+        f"$d_k$ = {count(d_k)} each head is {shape(heads_v[0])}, built from a {shape(w_v[:, :d_v])} block of "
+        f"$W^V$ ({agree(by_hand, out_v, 1e-12)}); a $d_{{model}} \\times d_k$ block would make it {count(d_k)} wide",
         "multihead",
+        brief=f"$W_i^V$ is $d_{{model}} \\times d_v$: with $d_v$ = {count(d_v)}, $d_k$ = {count(d_k)}, heads are "
+              f"{shape(heads_v[0])}",
     )
 
 
 def concatenate_and_project(review: Review) -> None:
-    """Lines 110-112: the heads are concatenated to h d_v = d_model columns, then multiplied by W^O."""
+    """Lines 110-112: the heads are concatenated to h d_v columns, then multiplied by W^O."""
     x, heads, concat, params, out = multi_head_by_hand(15)
     assert concat.shape[1] == 8 * heads[0].shape[1] == x.shape[1]
+    d_model, h, d_v = 512, 8, 24
+    rng = np.random.default_rng(17)
+    narrow = params._replace(w_v=rng.standard_normal((d_model, h * d_v)) / d_model**0.5,
+                             w_o=rng.standard_normal((h * d_v, d_model)) / (h * d_v) ** 0.5)
+    out_v, _ = mh.multi_head_attention(x, None, narrow, h)
+    assert out_v.shape == x.shape and narrow.w_o.shape == (h * d_v, d_model) != (d_model, d_model)
     review.add(
         NOTE, 112, "5. Multi-head attention",
-        "The heads ($N \\times d_v$ each) are concatenated; with $h d_v = d_{model}$ the width returns to "
-        "$d_{model}$, and $W^O \\in \\mathbb{R}^{d_{model} \\times d_{model}}$ gives the output.",
-        "correct",
-        f"{count(len(heads))} heads of shape {shape(heads[0])} concatenate to {shape(concat)}; $W^O$ has shape "
-        f"{shape(params.w_o)} and the output {shape(out)}, the input's shape",
+        "$W^O$ is $d_{model} \\times d_{model}$.",
+        "assumption",
+        f"true when $h d_v = d_{{model}}$: {count(len(heads))} heads of shape {shape(heads[0])} concatenate to "
+        f"{shape(concat)}, $W^O$ {shape(params.w_o)}. In general $W^O$ is $h d_v \\times d_{{model}}$: with "
+        f"$d_v$ = {count(d_v)} the concatenation is {count(h * d_v)} wide and $W^O$ {shape(narrow.w_o)}, "
+        f"still giving output {shape(out_v)}",
         "multihead",
+        brief=f"in general $h d_v \\times d_{{model}}$: {shape(narrow.w_o)} for "
+              f"$d_v$ = {count(d_v)}",
     )
 
 
@@ -557,12 +568,12 @@ def ffn_per_position(review: Review) -> None:
     assert np.abs(after[3] - whole[3]).max() > 0.1
     review.add(
         NOTE, 116, "6. Feed-forward network",
-        "The position-wise FFN is a two-layer fully connected network applied to each position (word) on its own.",
+        "The position-wise FFN is a small network applied to each token alone.",
         "correct",
         f"`lib.ffn.feed_forward` on {count(n)} tokens equals the same network applied to each token alone "
         f"({agree(whole, one_by_one, 1e-12)}); changing token 3 changes its output row and leaves the others "
         f"untouched ({agree(after[others], whole[others], 0, exact=True)})",
-        "layernorm-ffn",
+        "layernorm-ffn", brief="equals per-token application (< #{1})",
     )
 
 
@@ -571,10 +582,10 @@ def relu_formula(review: Review) -> None:
     z = np.linspace(-3, 3, 601)
     review.add(
         NOTE, 120, "6. Feed-forward network",
-        "$\\max(0, z)$ is the ReLU activation (GELU or SwiGLU in many recent models).",
+        r"The activation $\max(0, z)$ is ReLU; newer models use GELU or SwiGLU.",
         "correct",
         f"`lib.ffn.relu` is $\\max(0, z)$ on [-3, 3] ({agree(relu(z), np.maximum(0, z), 0, exact=True)})",
-        "layernorm-ffn",
+        "layernorm-ffn", brief=r"lib's ReLU is exactly $\max(0, z)$",
     )
 
 
@@ -585,12 +596,11 @@ def ffn_expansion(review: Review) -> None:
     assert d_ff == 4 * d_model
     review.add(
         NOTE, 122, "6. Feed-forward network",
-        "The first layer widens each vector about fourfold, e.g. from $d_{model} = 512$ to $d_{ff} = 2048$, "
-        "and the second brings it back to $d_{model}$.",
+        "The FFN widens each vector about fourfold, then narrows it back.",
         "correct",
         f"2048/512 = {count(d_ff // d_model)}; $W_1$ is 512×2048 and $W_2$ 2048×512, {count(n_ffn)} parameters "
         f"with biases, {percent(n_ffn / n_layer, 1)} of an encoder layer",
-        "layernorm-ffn",
+        "layernorm-ffn", brief="#{0}/#{1} = #{2}; #{9} parameters, #{10} of an encoder layer",
     )
 
 
@@ -626,15 +636,14 @@ def residual_keeps_gradient(review: Review) -> None:
     assert 1 < products["residual"] < 100 and 1 < products["post-LN"] < 100
     review.add(
         NOTE, 132, "7.1 Residual connection",
-        "Deep networks lose (or blow up) their gradients; adding the input to the sub-layer's output lets "
-        "gradients reach shallow layers directly and keeps deep training stable.",
+        "Residual connections let gradients reach early layers and keep deep training stable.",
         "correct",
         f"through {count(depth)} position-wise sub-layers ($d$ = 64, `torch.nn.Linear` initialisation) the norm "
         f"of $\\partial x_L/\\partial x_0$ vanishes without shortcuts ({bound(products['plain'], 1e-20, 'norm')}); "
         f"it is {fixed(products['residual'], 1)} with $x + F(x)$ (each Jacobian is $I + J_F$), and "
         f"{fixed(products['post-LN'], 2)} with LayerNorm after each sum as in the original model, where the "
         "identity path also crosses every LayerNorm's Jacobian",
-        "layernorm-ffn",
+        "layernorm-ffn", brief="48 sub-layers: < #{3} without shortcuts, #{4} with, #{5} Post-LN",
     )
 
 
@@ -651,13 +660,12 @@ def layer_norm_per_token(review: Review) -> None:
             by_hand[b, t] = (v - v.mean()) / np.sqrt(v.var() + 1e-5)
     review.add(
         NOTE, 136, "7.2 Layer normalization",
-        "LayerNorm takes the mean and variance over the feature dimension: for input of shape "
-        "$(B, N, d_{model})$ each word vector is normalised on its own.",
+        "LayerNorm averages over features, so each token vector is normalised alone.",
         "correct",
         f"`lib.norms.layer_norm` on a {shape(x)} input equals normalising each of the {count(batch * n)} vectors "
         f"separately ({agree(y, by_hand, 1e-12)}); every output vector has mean 0 "
         f"({bound(np.abs(y.mean(axis=-1)).max(), 1e-12, 'max |mean|')})",
-        "layernorm-ffn",
+        "layernorm-ffn", brief="equals per-vector normalisation (< #{4})",
     )
 
 
@@ -672,13 +680,12 @@ def epsilon_and_affine(review: Review) -> None:
     assert np.isnan(no_eps).all() and np.all(y == 0)
     review.add(
         NOTE, 142, "7.2 Layer normalization",
-        "$\\epsilon$ is a small constant that prevents division by zero; $\\gamma, \\beta$ are a learnable scale "
-        "and shift.",
+        r"$\epsilon$ avoids division by zero; $\gamma$, $\beta$ scale and shift.",
         "correct",
         f"a token whose {count(d)} features are equal has variance 0: without $\\epsilon$ its normalised "
         "features are $0/0$ = NaN, with $\\epsilon = 10^{-5}$ they are 0 (then $y = \\beta$). $\\gamma$ and "
         f"$\\beta$ have one entry per feature: {count(layer_norm_param_count(d))} parameters for $d$ = {count(d)}",
-        "layernorm-ffn",
+        "layernorm-ffn", brief=r"a constant token is NaN without $\epsilon$",
     )
 
 
@@ -706,13 +713,12 @@ def batch_statistics_unstable(review: Review) -> None:
     assert bn_gap > 0.1
     review.add(
         NOTE, 144, "7.2 Layer normalization",
-        "LayerNorm is preferred to BatchNorm because batch statistics become unstable for variable-length "
-        "sequences.",
+        "LayerNorm beats BatchNorm for sequences of varying length.",
         "correct",
         "a 5-token sentence batched with a sentence of 8 tokens, then of 64 (zero-padded): BatchNorm's output for "
         f"the same 5 tokens changes by up to {fixed(bn_gap, 2)}, as its statistics now count other words and "
         f"padding; LayerNorm's does not ({ln_same})",
-        "layernorm-ffn",
+        "layernorm-ffn", brief="padding moves BatchNorm outputs by #{4}; LayerNorm's by < #{5}",
     )
 
 
@@ -732,12 +738,12 @@ def layer_norm_batch_independent(review: Review) -> None:
     assert bn[2] > bn[32] > 0.01
     review.add(
         NOTE, 144, "7.2 Layer normalization",
-        "With LayerNorm the Transformer trains stably whatever the batch size.",
+        "LayerNorm makes training stable at any batch size.",
         "correct",
         f"a sentence's LayerNorm output is the same alone and in a batch of 32 ({agree(alone, in_32, 1e-12)}). "
         "BatchNorm's depends on the companions: for the same sentence in two random batches it differs by up to "
         f"{fixed(bn[2], 2)} with batch size 2 and {fixed(bn[32], 2)} with 32",
-        "layernorm-ffn",
+        "layernorm-ffn", brief="same output alone and batched; BatchNorm differs by #{2} at batch 2",
     )
 
 
@@ -752,12 +758,12 @@ def mask_is_upper_triangle(review: Review) -> None:
     assert np.array_equal(~keep, future) and keep.diagonal().all()
     review.add(
         NOTE, 154, "8.1 Masked multi-head attention",
-        "A mask $M$ adds (nearly) $-\\infty$ to the upper-triangular part of $QK^\\top$, the future positions.",
+        r"A causal mask puts $-\infty$ on the upper triangle of $QK^\top$.",
         "correct",
         f"`lib.attention.causal_mask` hides exactly the strict upper triangle $j > i$: {count(int(future.sum()))} "
         f"of {count(n * n)} entries for $N$ = {count(n)} ($N(N-1)/2$); the diagonal stays visible, since each "
         "token attends to itself",
-        "blocks",
+        "blocks", brief="#{0} of #{1} entries hidden at $N$ = #{2}; the diagonal stays",
     )
 
 
@@ -779,13 +785,13 @@ def mask_gives_exact_zeros(review: Review) -> None:
     assert peek > 0.01
     review.add(
         NOTE, 156, "8.1 Masked multi-head attention",
-        "Since $\\exp(-\\infty) = 0$, the weights of future words are exactly 0, which keeps generation causal.",
+        r"Since $e^{-\infty} = 0$, future words get zero weight and generation stays causal.",
         "correct",
         f"all {count(int((~keep).sum()))} future weights are exactly 0, with $-\\infty$ and also with a finite "
         "$-10^9$ in float32 (the exponential underflows). Changing tokens 5 to 7 leaves the outputs of tokens "
         f"0 to 4 unchanged ({agree(o2[:5], o[:5], 0, exact=True)}); without the mask they move by up to "
         f"{fixed(peek, 2)}",
-        "blocks",
+        "blocks", brief="all #{0} future weights exactly 0; unmasked outputs move #{10}",
     )
 
 
@@ -801,13 +807,13 @@ def cross_attention(review: Review) -> None:
     a0 = softmax(q0 @ k0.T / math.sqrt(d_model // h))
     review.add(
         NOTE, 160, "8.2 Cross-attention",
-        "In cross-attention $Q$ comes from the decoder and $K, V$ from the output of the last encoder layer.",
+        "Cross-attention: $Q$ from the decoder, $K$ and $V$ from the last encoder layer.",
         "correct",
         f"{count(n_dec)} decoder tokens attending to {count(n_enc)} encoder tokens give weights of shape "
         f"{shape(weights)} (heads × decoder × encoder) and an output of shape {shape(out)}; head 0 equals "
         f"$\\operatorname{{softmax}}(X_{{dec}} W_Q (X_{{enc}} W_K)^\\top/\\sqrt{{d_k}})$ "
         f"({agree(weights[0], a0, 1e-12)})",
-        "blocks",
+        "blocks", brief="weights (#{2}, #{3}, #{4}); head 0 matches (< #{8})",
     )
 
 
@@ -827,13 +833,13 @@ def quadratic_cost_and_memory(review: Review) -> None:
     assert growth == 4
     review.add(
         NOTE, 168, "9. Computational complexity",
-        "Both the compute and the memory of self-attention grow quadratically with the sequence length $N$.",
+        "Attention's time and memory both grow quadratically with $N$.",
         "assumption",
         f"compute yes: doubling $N$ multiplies the score FLOPs by {count(growth)}. Memory only if the $N \\times N$ "
         f"weights are stored ({fixed(weights_gb, 0)} GB per head at $N = 10^5$ in fp16): computed 128 keys at a "
         f"time, exact attention needs one {count(tile_bytes)}-byte tile of scores and matches "
         f"({agree(tiled, full, 1e-12)}, $N$ = 1,024)",
-        "tiled-attention",
+        "tiled-attention", brief="time yes; memory only if stored: a #{6}-byte tile suffices",
     )
 
 
@@ -841,16 +847,21 @@ def long_context_exhausts_memory(review: Review) -> None:
     """Line 168: at tens to hundreds of thousands of tokens, standard attention runs out of GPU memory."""
     gpu = GPUS["H100-80GB"]
     per_weight = BYTES_PER_DTYPE["fp16"]
-    full_at = {h: math.isqrt(gpu.memory_bytes // (h * per_weight)) for h in (32, 1)}  # N filling the GPU
-    assert 10**4 < full_at[32] < 10**5 < full_at[1] < 10**6
+    weights = parameter_count(load_config(FIXTURES / "Llama-2-7b-hf.config.json")).total * per_weight
+    full_at = {h: longest_stored_n(h, per_weight, gpu.memory_bytes, weights) for h in (32, 1)}
+    bare = longest_stored_n(32, per_weight, gpu.memory_bytes, 0)
+    assert 10**4 < full_at[32] < bare < 10**5 < full_at[1] < 10**6
     review.add(
         NOTE, 168, "9. Computational complexity",
-        "With tens to hundreds of thousands of tokens, standard attention immediately runs out of GPU memory.",
+        "At tens of thousands of tokens standard attention runs out of GPU memory.",
         "assumption",
-        f"it depends on how many $N \\times N$ matrices are held at once. The fp16 weights of 32 heads fill an "
-        f"H100's {count(gpu.memory_mib)} MiB beyond $N$ = {count(full_at[32])}; one head's matrix alone fits up to "
+        f"it depends on how many $N \\times N$ matrices are held at once. Beside Llama 2 7B's fp16 weights, the "
+        f"fp16 attention weights of its 32 heads fill an H100's {count(gpu.memory_mib)} MiB beyond $N$ = "
+        f"{count(full_at[32])} ({count(bare)} if the weights took no room); one head's matrix alone fits up to "
         f"$N$ = {count(full_at[1])}; a tiled kernel (FlashAttention) holds none of them",
         "tiled-attention",
+        brief=f"beside a 7B model's weights, one H100 holds 32 heads' scores to "
+              f"$N$ = {count(full_at[32])}",
     )
 
 
@@ -864,14 +875,13 @@ def flash_attention_is_exact(review: Review) -> None:
     io = io_elements(n, n, d, d, block)
     review.add(
         NOTE, 170, "9. Computational complexity",
-        "FlashAttention computes attention tile by tile to cut traffic between HBM and SRAM, and gives exactly the "
-        "result of standard attention.",
+        "FlashAttention tiles the computation to cut memory traffic and stays exact.",
         "correct",
         f"`lib.tiled.tiled_attention` (tiles of {count(block)}) reproduces standard causal attention "
         f"({agree(tiled, full, 1e-12)}): exact up to round-off. For $N$ = {count(n)}, $d$ = {count(d)} it moves "
         f"{count(io['tiled'])} elements between slow and fast memory against {count(io['naive'])}, "
         f"{fixed(io['naive'] / io['tiled'], 1)} times fewer. (Its speed-up is a GPU measurement, not made here.)",
-        "tiled-attention",
+        "tiled-attention", brief="exact (< #{1}); #{6} times fewer elements moved",
     )
 
 
@@ -885,17 +895,34 @@ def sparse_and_linear_attention(review: Review) -> None:
     assert linear == 8 and 8 < windowed < 8.5 and 63 < exact < 64.1
     review.add(
         NOTE, 172, "9. Computational complexity",
-        "Sparse and linear attention reduce the cost to $O(N \\log N)$ or $O(N)$.",
+        r"Sparse and linear attention bring the cost to $O(N \log N)$ or $O(N)$.",
         "correct",
         f"from $N$ = {count(n1)} to {count(n2)} (8×), causal attention's score FLOPs grow {fixed(exact, 1)}×, a "
         f"{count(window)}-token sliding window's {fixed(windowed, 2)}× and linear attention's {count(linear)}× "
         "(`lib.efficient`): linear in $N$. These change attention rather than approximate it; the "
         "$O(N \\log N)$ schemes (hashing, as in Reformer) are not in the library and not checked",
-        "beyond",
+        "beyond", brief="8x longer: full x#{3}, window x#{5}, linear x#{6}",
     )
 
 
 # 10. Implementation (PyTorch)
+
+
+def fill_mask_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                        keep: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """The procedure the article's PyTorch sketch follows, written here in the book's own code.
+
+    Scores ``q k^T / sqrt(d_k)`` over the last two axes; where ``keep`` is 0 (or False) the score is replaced by
+    the finite constant -1e9 (not -inf); a softmax over the keys; the weighted sum of the values. Returns
+    ``(output, weights)``. Differs from ``lib.pt.attention.attention`` in the masking only: a row with no visible
+    key gets uniform weights here, zeros there, and in float16 the fill constant does not fit.
+    """
+    width = q.shape[-1]
+    logits = q @ k.mT / width**0.5  # (..., n_q, n_k)
+    if keep is not None:
+        logits = logits.masked_fill(keep == 0, -1e9)
+    weights = torch.softmax(logits, dim=-1)
+    return weights @ v, weights
 
 
 def note_code_matches_library(review: Review) -> None:
@@ -908,18 +935,18 @@ def note_code_matches_library(review: Review) -> None:
         for mask in (None, keep):
             qt, kt, vt = (torch.from_numpy(t.astype(dtype)) for t in (q, k, v))
             torch_mask = None if mask is None else torch.from_numpy(mask)
-            o, a = note_attention(qt, kt, vt, torch_mask)
+            o, a = fill_mask_attention(qt, kt, vt, torch_mask)
             o_np, a_np = att.attention(q.astype(dtype), k.astype(dtype), v.astype(dtype), mask)
             o_pt, a_pt = pt_att.attention(qt, kt, vt, torch_mask)
             for mine, ref in ((o, o_np), (a, a_np), (o, o_pt), (a, a_pt)):
                 bounds[dtype] = agree(mine, ref, tol)
-    o16, _ = note_attention(*(torch.from_numpy(t.astype(np.float16)) for t in (q, k, v)))
+    o16, _ = fill_mask_attention(*(torch.from_numpy(t.astype(np.float16)) for t in (q, k, v)))
     half = agree(o16, att.attention(q, k, v)[0], 1e-2, "max |float16 - float64|")
     dead = keep.copy()
     dead[3] = False  # query 3 may attend to nothing
-    o_dead, a_dead = note_attention(*(torch.from_numpy(t) for t in (q, k, v)), torch.from_numpy(dead))
+    o_dead, a_dead = fill_mask_attention(*(torch.from_numpy(t) for t in (q, k, v)), torch.from_numpy(dead))
     try:  # the mask line in float16, whose largest finite value is 65504
-        note_attention(*(torch.from_numpy(t.astype(np.float16)) for t in (q, k, v)), torch.from_numpy(keep))
+        fill_mask_attention(*(torch.from_numpy(t.astype(np.float16)) for t in (q, k, v)), torch.from_numpy(keep))
         half_masked = "runs"
     except RuntimeError:
         half_masked = "raises `RuntimeError`"
@@ -928,16 +955,16 @@ def note_code_matches_library(review: Review) -> None:
     assert np.all(att.attention(q, k, v, dead)[1][..., 3, :] == 0)
     review.add(
         NOTE, 209, "10. Implementation (PyTorch)",
-        "The PyTorch function `scaled_dot_product_attention(q, k, v, mask)` computes scaled dot-product attention "
-        "for inputs of shape [batch, heads, seq_length, d_k], returning the output and the weights.",
+        "A short PyTorch function computes attention on [batch, heads, length, $d_k$] tensors.",
         "correct",
-        "run unchanged on (2, 4, 16, 32) inputs, with and without a causal mask, its output and weights match "
+        "its procedure, re-implemented (`fill_mask_attention`), on (2, 4, 16, 32) inputs, with and without a causal "
+        "mask: output and weights match "
         f"`lib.attention` and `lib.pt.attention` in float64 ({bounds[np.float64]}) and float32 "
         f"({bounds[np.float32]}); without a mask it also "
         f"runs in float16 ({half}). With a mask it {half_masked} in float16, and it gives a query with no visible "
         "key uniform "
         f"weights ({uniform}) where the book gives zeros: that line is graded on its own",
-        "notation",
+        "notation", brief="a re-implementation matches lib (< #{5}); its $-10^9$ mask is graded under softmax",
     )
 
 
@@ -950,12 +977,12 @@ def note_code_scores(review: Review) -> None:
     by_pairs = torch.einsum("bhid,bhjd->bhij", q, k) / math.sqrt(32)
     review.add(
         NOTE, 232, "10. Implementation (PyTorch)",
-        "$QK^\\top/\\sqrt{d_k}$ is written `torch.matmul(q, k.transpose(-2, -1)) / math.sqrt(d_k)`.",
+        r"$QK^\top/\sqrt{d_k}$ in PyTorch: `matmul(q, k.transpose(-2, -1)) / sqrt(d_k)`.",
         "correct",
         f"`k.transpose(-2, -1)` swaps only the last two axes ({shape(k)} to {shape(kt)}), so the product is one "
         f"$QK^\\top$ per batch and head, entry $(i, j)$ = $q_i \\cdot k_j/\\sqrt{{d_k}}$ "
         f"({agree(scores, by_pairs, 1e-12)})",
-        "notation",
+        "notation", brief="transposes the last two axes only; matches (< #{10})",
     )
 
 
@@ -971,13 +998,13 @@ def triangular_waves(review: Review) -> None:
     column = pos.sinusoidal_encoding(100, 512)[:, 0]
     review.add(
         NOTE, 238, "Conclusion",
-        "Positional encoding represents position through a composition of \"triangular waves\".",
+        "Positional encoding composes triangle waves.",
         "imprecise",
         "the waves are sinusoids, not triangle waves: column 0 of the table is $\\sin(pos)$ "
         f"({agree(column, np.sin(np.arange(100)), 1e-12)}), and a triangle wave of the same period and amplitude "
         f"differs from it by up to {fixed(gap, 2)}. It is the sine's addition theorem that gives the linear shift "
         "$M_k$ of section 3.2, which a triangle wave does not have",
-        "positional",
+        "positional", brief="they are sinusoids; a triangle wave differs by #{2} and has no shift rotation",
     )
 
 
@@ -988,11 +1015,11 @@ def parameter_counts(review: Review) -> None:
     assert 10**9 < counts["Llama-2-7b-hf"] < 10**10 and 10**11 < counts["DeepSeek-V3"] < 10**12
     review.add(
         NOTE, 240, "Conclusion",
-        "Large language models learn with billions to hundreds of billions of parameters.",
+        "Large language models have billions to hundreds of billions of parameters.",
         "correct",
         f"counted from their configurations (`lib.params`): Llama 2 7B has {count(counts['Llama-2-7b-hf'])}, "
         f"DeepSeek-V3 {count(counts['DeepSeek-V3'])}",
-        "capacity-planner",
+        "capacity-planner", brief="Llama 2 7B #{2}; DeepSeek-V3 #{4}",
     )
 
 
@@ -1010,14 +1037,14 @@ def purely_attention(review: Review) -> None:
     layer = encoder_layer_param_count(d_model, 8, d_ff)
     review.add(
         NOTE, 242, "Conclusion",
-        "The architecture discards recurrent and convolutional processing and relies purely on attention.",
+        "The Transformer drops recurrence and convolution and uses attention only.",
         "imprecise",
         "it has no recurrence, and its only convolution is the FFN, two convolutions of kernel size 1 that mix no "
         f"positions ({agree(as_conv, feed_forward(x, w1, b1, w2, b2), 1e-12, 'max |conv1d - FFN|')}). But not "
         f"\"purely\" attention: of an encoder layer's {count(layer)} parameters ($d_{{model}}$ = 512), attention "
         f"holds {count(attention_params)} ({percent(attention_params / layer, 1)}), the FFN "
         f"{percent(ffn_param_count(d_model, d_ff) / layer, 1)}",
-        "blocks",
+        "blocks", brief="the FFN holds #{7} of an encoder layer's parameters",
     )
 
 

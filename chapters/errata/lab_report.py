@@ -1,7 +1,7 @@
 """The Lab Report, checked claim by claim in the note's order.
 
 Each function below recomputes one claim of the note (or a tight group of claims made on one line) with ``lib``,
-PyTorch or sympy, asserts what it finds and records it. Four claims the appendix notebook checks itself are not
+PyTorch or sympy, asserts what it finds and records it. Four claims ``worked`` checks are not
 repeated here: the variance of ``q.k`` with its scaling to unit variance, the matrix form of the backward pass,
 "permutation-invariant" and the "scalar" LayerNorm weights.
 """
@@ -21,8 +21,8 @@ from sympy.stats import E, Normal, covariance, variance
 import lib.attention as att
 import lib.multihead as mh
 from lib.blocks import encoder_layer_param_count
-from lib.ffn import feed_forward, ffn_param_count
 from lib.book.fmt import agree, count, fixed
+from lib.ffn import feed_forward, ffn_param_count
 from lib.norms import layer_norm, layer_norm_steps
 from lib.positional import sinusoidal_encoding
 from lib.pt.blocks import PostLNDecoderBlock, PostLNEncoderBlock
@@ -68,10 +68,11 @@ def attention_formula(review) -> None:
     note = softmax(q @ k.T / np.sqrt(8)) @ v
     fused = F.scaled_dot_product_attention(*(torch.from_numpy(m) for m in (q, k, v)))
     review.add(NOTE, 17, FORWARD,
-               r"Attention of queries $Q$, keys $K$ and values $V$ is $\operatorname{softmax}(QK^T/\sqrt{d_k})\,V$.",
+               r"Attention is $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$.",
                "correct",
                rf"the formula (6 tokens, $d_k = 8$, float64) against PyTorch's `scaled_dot_product_attention`: "
-               rf"{agree(note, fused, TOL)}", "notation")
+               rf"{agree(note, fused, TOL)}", "notation",
+               brief="matches PyTorch's fused kernel: max |difference| < #{3}")
 
 
 def attention_shapes(review) -> None:
@@ -82,14 +83,14 @@ def attention_shapes(review) -> None:
     o_cross, a_cross = att.attention(q[:2], k, v)  # two queries attending over five keys (cross-attention)
     assert o_cross.shape == (2, 3) and a_cross.shape == (2, 5)
     review.add(NOTE, 19, FORWARD,
-               r"$Q, K \in \mathbb{R}^{n \times d_k}$, $V \in \mathbb{R}^{n \times d_v}$ and the output "
-               r"$O \in \mathbb{R}^{n \times d_v}$, with $n$ the sequence length.",
+               r"$Q, K$ are $n \times d_k$; $V$ and the output $n \times d_v$.",
                "correct",
                rf"with $n = 5$, $d_k = 8$, $d_v = 3$, `lib.attention.attention` returns $O$ of shape "
                rf"({count(o.shape[0])}, {count(o.shape[1])}) and weights of shape ({count(a.shape[0])}, "
                rf"{count(a.shape[1])}); $d_v \ne d_k$ is allowed. One $n$ for all three is the self-attention of "
                rf"the note's setting: with 2 queries over the same keys the weights are "
-               rf"({count(a_cross.shape[0])}, {count(a_cross.shape[1])})", "notation")
+               rf"({count(a_cross.shape[0])}, {count(a_cross.shape[1])})", "notation",
+               brief="output (#{3}, #{4}) for $d_v = 3$")
 
 
 def logits_by_index(review) -> None:
@@ -100,11 +101,11 @@ def logits_by_index(review) -> None:
         for j in range(5):
             s[i, j] = sum(q[i, m] * k[j, m] for m in range(8)) / np.sqrt(8)
     review.add(NOTE, 23, FORWARD,
-               r"The logits are $S = QK^T/\sqrt{d_k}$, entry by entry $S_{ij} = \sum_m Q_{im}K_{jm}/\sqrt{d_k}$.",
+               r"Entry $(i, j)$ of the scaled logits is $\sum_m Q_{im}K_{jm}/\sqrt{d_k}$.",
                "correct",
                rf"the sum over $m$, term by term, against $QK^\top/\sqrt{{d_k}}$ ($n = 5$, $d_k = 8$): "
                rf"{agree(s, q @ k.T / np.sqrt(8), TOL)}. The note's $S$ already contains the scale: it is the "
-               rf"book's $S'$", "notation")
+               rf"book's $S'$", "notation", brief="term-by-term sum equals the matrix form: max |difference| < #{2}")
 
 
 def softmax_rows(review) -> None:
@@ -114,12 +115,12 @@ def softmax_rows(review) -> None:
     a = np.exp(s) / np.exp(s).sum(axis=1, keepdims=True)  # the note's formula, as written
     assert ((a > 0) & (a < 1)).all()
     review.add(NOTE, 27, FORWARD,
-               r"A row-wise softmax of $S$, $A_{ij} = e^{S_{ij}}/\sum_p e^{S_{ip}}$, gives the matrix of attention "
-               r"probabilities $A$.",
+               "A row-wise softmax gives the attention probabilities.",
                "correct",
                rf"the formula against the max-shifted `lib.softmax.softmax`: {agree(a, softmax(s), TOL)}; every "
                rf"row sums to 1 ({agree(a.sum(axis=1), np.ones(6), TOL, 'max |row sum - 1|')}) and every weight "
-               rf"lies strictly between 0 and 1", "softmax")
+               rf"lies strictly between 0 and 1", "softmax",
+               brief="equals the shifted softmax (< #{0})")
 
 
 def weighted_sum_of_values(review) -> None:
@@ -133,12 +134,12 @@ def weighted_sum_of_values(review) -> None:
     inside = (o >= v.min(axis=0)) & (o <= v.max(axis=0))
     assert inside.all()
     review.add(NOTE, 31, FORWARD,
-               r"The output $O = AV \in \mathbb{R}^{n \times d_v}$, $O_{ij} = \sum_q A_{iq}V_{qj}$, is a weighted "
-               r"sum of the values.",
+               r"Each output row $O_i = \sum_q A_{iq}V_q$ is a weighted average of value rows.",
                "correct",
                rf"the index sum against `lib.attention.attention`: {agree(o_sum, o, TOL)}. The weights of a row "
                rf"are non-negative and sum to 1, so every output lies between the smallest and largest value of its "
-               rf"column (all {count(inside.size)} entries checked)", "notation")
+               rf"column (all {count(inside.size)} entries checked)", "notation",
+               brief="equals lib's attention (< #{0})")
 
 
 def saturation_without_scaling(review) -> None:
@@ -162,15 +163,15 @@ def saturation_without_scaling(review) -> None:
     assert abs(usual["jac_scaled"] / np.sqrt(np.e / n_keys) - 1) < 0.03  # ||J|| ~ sqrt(e/n) for unit variance
     assert 0.2 < usual["jac"] < 0.3 and usual["jac"] > 3 * usual["jac_scaled"]  # larger unscaled, not smaller
     review.add(NOTE, 35, STABILITY,
-               r"Without the $\sqrt{d_k}$, large head widths push the dot products to large magnitudes, where the "
-               r"softmax saturates and its gradient vanishes.",
+               r"Without $\sqrt{d_k}$, wide heads push the softmax into saturation and kill its gradient.",
                "correct",
                rf"independent standard normal $q, k$, {n_queries} queries over {n_keys} keys. At $d_k = 4096$, "
                rf"{count(wide['saturated'])} of {n_queries} unscaled rows put more than 0.99 on one key and "
                rf"{count(wide['dead'])} have a softmax Jacobian of norm below $10^{{-6}}$; with the scaling no "
                rf"row does either. The claim needs the width to be extreme: at "
                rf"$d_k = 64$ {count(usual['saturated'])} rows saturate and the mean Jacobian norm is larger unscaled "
-               rf"({fixed(usual['jac'], 2)}) than scaled ({fixed(usual['jac_scaled'], 3)})", "scaling")
+               rf"({fixed(usual['jac'], 2)}) than scaled ({fixed(usual['jac_scaled'], 3)})", "scaling",
+               brief="at $d_k$ = #{2}, #{3} of #{4} rows saturate; at $d_k$ = #{9} only #{10}")
 
 
 def mean_of_one_term(review) -> None:
@@ -180,10 +181,11 @@ def mean_of_one_term(review) -> None:
     mean = sp.simplify(E(q * k))
     assert sp.simplify(mean - mu_q * mu_k) == 0 and mean.subs({mu_q: 0, mu_k: 0}) == 0
     review.add(NOTE, 43, STABILITY,
-               r"By independence, $E[q_i k_i] = E[q_i]\,E[k_i] = 0$.",
+               "Independence gives $E[q_i k_i] = E[q_i]E[k_i] = 0$.",
                "correct",
                rf"sympy, for independent $q_i, k_i$ with means $\mu_q, \mu_k$: $E[q_i k_i] = {sp.latex(mean)}$, "
-               rf"which is 0 for the note's zero means", "scaling")
+               rf"which is 0 for the note's zero means", "scaling",
+               brief=r"sympy: $E[q_i k_i] = \mu_q\mu_k$, zero for zero means")
 
 
 def variance_of_one_term(review) -> None:
@@ -197,12 +199,11 @@ def variance_of_one_term(review) -> None:
     at_unit = var.subs({mu_q: 0, mu_k: 0, sigma_q: 1, sigma_k: 1})
     assert at_unit == 1
     review.add(NOTE, 45, STABILITY,
-               r"$\operatorname{Var}(q_i k_i) = E[q_i^2]\,E[k_i^2] - 0 = (\operatorname{Var} q_i + E[q_i]^2)"
-               r"(\operatorname{Var} k_i + E[k_i]^2) = 1$.",
+               "Each product $q_i k_i$ has variance 1 under zero means and unit variances.",
                "correct",
                rf"sympy, for independent $q_i, k_i$ of any means and variances: $\operatorname{{Var}}(q_i k_i) = "
                rf"{sp.latex(var)}$, which is $E[q_i^2]E[k_i^2] - E[q_i k_i]^2$; with means 0 and variances 1 it is "
-               rf"{count(int(at_unit))}", "scaling")
+               rf"{count(int(at_unit))}", "scaling", brief="sympy: the general variance formula reduces to #{11}")
 
 
 def terms_are_independent(review) -> None:
@@ -212,11 +213,12 @@ def terms_are_independent(review) -> None:
     two_terms = sp.simplify(variance(q1 * k1 + q2 * k2))
     assert cov == 0 and two_terms == 2
     review.add(NOTE, 47, STABILITY,
-               r"The terms $q_i k_i$ of the sum are mutually independent, so their variances add.",
+               "The products $q_i k_i$ are independent, so their variances add.",
                "correct",
                rf"sympy: $\operatorname{{Cov}}(q_1 k_1, q_2 k_2) = {sp.latex(cov)}$ and "
                rf"$\operatorname{{Var}}(q_1 k_1 + q_2 k_2) = {sp.latex(two_terms)}$, the sum of the two "
-               rf"variances (uncorrelated terms would suffice)", "scaling")
+               rf"variances (uncorrelated terms would suffice)", "scaling",
+               brief="sympy: covariance #{4}, variance of a two-term sum #{7}")
 
 
 def mean_of_the_sum(review) -> None:
@@ -226,9 +228,10 @@ def mean_of_the_sum(review) -> None:
     mean = sp.simplify(E(sum(qi * ki for qi, ki in zip(q, k, strict=True))))
     assert mean == 0
     review.add(NOTE, 49, STABILITY,
-               r"$E[q \cdot k] = \sum_i E[q_i k_i] = 0$.",
+               r"The dot product $q \cdot k$ has mean 0.",
                "correct",
-               rf"by linearity of expectation; sympy for $d_k = 3$: $E[q \cdot k] = {sp.latex(mean)}$", "scaling")
+               rf"by linearity of expectation; sympy for $d_k = 3$: $E[q \cdot k] = {sp.latex(mean)}$", "scaling",
+               brief="linearity of expectation; sympy confirms for $d_k$ = #{0}")
 
 
 def scale_is_necessary(review) -> None:
@@ -242,13 +245,14 @@ def scale_is_necessary(review) -> None:
     scaled, _ = att.attention(x @ w_q, x @ w_k, x @ w_v)  # the note's 1/sqrt(64)
     folded, _ = att.attention(x @ (w_q / np.sqrt(64)), x @ w_k, x @ w_v, scale=1.0)  # no scale; W_Q made smaller
     review.add(NOTE, 57, STABILITY,
-               r'The variance argument proves that the $\sqrt{d_k}$ scaling is "mathematically necessary".',
-               "imprecise",
+               r"The variance argument makes $\sqrt{d_k}$ mathematically required.",
+               "assumption",
                rf"it proves that under the stated assumptions $\operatorname{{Var}}(c\, q \cdot k) = c^2 d_k$ is 1 "
                rf"only for $c = {sp.latex(unit_variance[0])}$ (sympy): the scale that gives unit variance, not a "
                rf"necessity. Attention with no scale and $W_Q$ divided by $\sqrt{{d_k}}$ computes the same outputs "
                rf"($d_k = 64$: {agree(folded, scaled, TOL)}); T5 {{cite:p}}`raffel2020exploring` leaves the "
-               rf"factor out and initialises its query weights smaller instead", "scaling")
+               rf"factor out and initialises its query weights smaller instead", "scaling",
+               brief="folding it into $W_Q$ gives the same outputs")
 
 
 # 2. Multi-head attention
@@ -274,11 +278,12 @@ def multihead_formula(review) -> None:
         xt = torch.from_numpy(x)[None]
         out_torch, _ = ref(xt, xt, xt, need_weights=False)
     review.add(NOTE, 63, MULTIHEAD,
-               r"$\operatorname{MultiHead}(Q, K, V) = \operatorname{Concat}(\mathrm{head}_1, \dots, \mathrm{head}_h)"
-               r"W^O$ with $\mathrm{head}_i = \operatorname{Attention}(QW_i^Q, KW_i^K, VW_i^V)$.",
+               "Multi-head attention concatenates $h$ heads, each attention "
+               "on its own projections, then applies $W^O$.",
                "correct",
                rf"the formula head by head ($d_{{model}} = 16$, $h = 4$) against `torch.nn.MultiheadAttention` with "
-               rf"the same weights: {agree(note, out_torch[0], TOL)}", "multihead")
+               rf"the same weights: {agree(note, out_torch[0], TOL)}", "multihead",
+               brief="matches `torch.nn.MultiheadAttention`: max |difference| < #{2}")
 
 
 def multihead_shapes(review) -> None:
@@ -293,13 +298,13 @@ def multihead_shapes(review) -> None:
     out = concat @ w_o
     assert concat.shape == (n, h * d_v) and out.shape == (n, d_model)
     review.add(NOTE, 70, MULTIHEAD,
-               r"$W_i^Q, W_i^K \in \mathbb{R}^{d_{model} \times d_k}$, $W_i^V \in \mathbb{R}^{d_{model} \times d_v}$ "
-               r"and $W^O \in \mathbb{R}^{h d_v \times d_{model}}$.",
+               r"$W_i^V$ is $d_{model} \times d_v$ and $W^O$ is $h d_v \times d_{model}$.",
                "correct",
                rf"the products chain for $d_{{model}} = 12$, $h = 3$, $d_k = 5$, $d_v = 2$: each head is "
                rf"({count(heads[0].shape[0])}, {count(heads[0].shape[1])}), their concatenation "
                rf"({count(concat.shape[0])}, {count(concat.shape[1])}) and the output ({count(out.shape[0])}, "
-               rf"{count(out.shape[1])}) for {n} tokens", "multihead")
+               rf"{count(out.shape[1])}) for {n} tokens", "multihead",
+               brief=r"with $d_k \ne d_v$: heads (#{4}, #{5}), output (#{8}, #{9})")
 
 
 # 3. Residuals and LayerNorm
@@ -314,11 +319,12 @@ def layernorm_per_token(review) -> None:
     x_changed[0] *= 100  # change one token only
     y_changed = layer_norm(x_changed)
     review.add(NOTE, 77, LAYERNORM_STATS,
-               r"LayerNorm normalises over the hidden dimension, each token on its own.",
+               "LayerNorm normalises each token over its features, independently of other tokens.",
                "correct",
                rf"`lib.norms.layer_norm` on 4 tokens of width 8: each output row has mean 0 "
                rf"({agree(y.mean(axis=1), np.zeros(4), TOL, 'max |mean|')}); scaling one token by 100 leaves the "
-               rf"other three outputs unchanged ({agree(y_changed[1:], y[1:], TOL)})", "layernorm-ffn")
+               rf"other three outputs unchanged ({agree(y_changed[1:], y[1:], TOL)})", "layernorm-ffn",
+               brief="rescaling one token leaves the others")
 
 
 def layernorm_statistics(review) -> None:
@@ -333,13 +339,13 @@ def layernorm_statistics(review) -> None:
     shrink = np.median(unbiased_hat / steps.x_hat)
     assert abs(shrink - np.sqrt(7 / 8)) < 1e-4
     review.add(NOTE, 83, LAYERNORM_STATS,
-               r"The statistics are $\mu = \frac1d\sum_j x_j$ and $\sigma^2 = \frac1d\sum_j (x_j - \mu)^2$.",
+               "LayerNorm's mean and variance average over the $d$ features with $1/d$.",
                "correct",
                rf"they are `lib.norms`' statistics "
                rf"({agree(np.hstack([mu, var]), np.hstack([steps.mu, steps.var]), TOL)}) and give PyTorch's "
                rf"`layer_norm` ({agree(steps.y, torch_y, TOL)}): the biased $1/d$. An unbiased $1/(d-1)$ would "
                rf"shrink every $\hat x$ by $\sqrt{{(d-1)/d}}$ = {fixed(np.sqrt(7 / 8), 4)} for $d = 8$",
-               "layernorm-ffn")
+               "layernorm-ffn", brief="matches PyTorch (< #{1}); $1/(d-1)$ would scale outputs by #{6}")
 
 
 def layernorm_affine(review) -> None:
@@ -350,11 +356,11 @@ def layernorm_affine(review) -> None:
     note = gamma * (x - mu) / np.sqrt(var + 1e-5) + beta
     ref = F.layer_norm(torch.from_numpy(x), (8,), torch.from_numpy(gamma), torch.from_numpy(beta), eps=1e-5)
     review.add(NOTE, 89, LAYERNORM_AFFINE,
-               r"$\hat x_j = (x_j - \mu)/\sqrt{\sigma^2 + \epsilon}$, then $y_j = \gamma_j \hat x_j + \beta_j$, one "
-               r"$\gamma_j$ and $\beta_j$ per feature.",
+               r"Normalise with $\sqrt{\sigma^2 + \epsilon}$, then scale and shift per feature.",
                "correct",
                rf"the formulas with $\epsilon = 10^{{-5}}$ inside the square root against `torch.nn.functional."
-               rf"layer_norm` with per-feature weight and bias ($d = 8$): {agree(note, ref, TOL)}", "layernorm-ffn")
+               rf"layer_norm` with per-feature weight and bias ($d = 8$): {agree(note, ref, TOL)}", "layernorm-ffn",
+               brief="matches PyTorch's `layer_norm`: max |difference| < #{3}")
 
 
 def layernorm_epsilon(review) -> None:
@@ -366,11 +372,11 @@ def layernorm_epsilon(review) -> None:
         without_eps = (x - mu) / np.sqrt(var)
     assert var == 0 and np.isnan(without_eps).all()
     review.add(NOTE, 93, LAYERNORM_AFFINE,
-               r"$\epsilon$ is a small constant that prevents a division by zero.",
+               r"The $\epsilon$ in LayerNorm guards against dividing by zero.",
                "correct",
                rf"a constant token has $\sigma^2 = 0$: with $\epsilon = 10^{{-5}}$ `lib.norms.layer_norm` returns "
                rf"$\hat x = 0$ ({agree(with_eps, np.zeros((1, 4)), 0, exact=True)}), without it every entry is "
-               rf"$0/0$ = NaN", "layernorm-ffn")
+               rf"$0/0$ = NaN", "layernorm-ffn", brief=r"a constant token gives 0 with $\epsilon$, NaN without")
 
 
 # 4. Feed-forward network
@@ -390,11 +396,11 @@ def ffn_position_wise(review) -> None:
     together = feed_forward(x, w1, b1, w2, b2)
     one_by_one = np.stack([feed_forward(token, w1, b1, w2, b2) for token in x])
     review.add(NOTE, 97, FFN,
-               r"The feed-forward block is position-wise: two linear maps with a ReLU (or GELU) between them, "
-               r"applied to each token.",
+               "The feed-forward block acts on each token separately.",
                "correct",
                rf"`lib.ffn.feed_forward` on 6 tokens at once against token by token: "
-               rf"{agree(together, one_by_one, TOL)}", "layernorm-ffn")
+               rf"{agree(together, one_by_one, TOL)}", "layernorm-ffn",
+               brief="all tokens at once equals one at a time: < #{1}")
 
 
 def ffn_after_every_attention(review) -> None:
@@ -408,12 +414,13 @@ def ffn_after_every_attention(review) -> None:
                  for name, b in (("encoder", encoder), ("decoder", decoder))}
     assert per_layer == {"encoder": (1, 1), "decoder": (2, 1)}
     review.add(NOTE, 97, FFN,
-               r"Every attention layer is followed by a position-wise feed-forward block.",
+               "Each attention layer is followed by a feed-forward block.",
                "assumption",
                rf"true of an encoder layer and of decoder-only models ({count(per_layer['encoder'][0])} attention "
                rf"sub-layer per FFN). The original decoder layer has {count(per_layer['decoder'][0])} attention "
                rf"sub-layers and {count(per_layer['decoder'][1])} FFN: masked self-attention is followed by "
-               rf"cross-attention (module count of `lib.pt.blocks.PostLNDecoderBlock`)", "blocks")
+               rf"cross-attention (module count of `lib.pt.blocks.PostLNDecoderBlock`)", "blocks",
+               brief="the original decoder has #{1} attention sub-layers per FFN")
 
 
 def ffn_formula(review) -> None:
@@ -426,7 +433,7 @@ def ffn_formula(review) -> None:
                r"$\operatorname{FFN}(x) = \max(0, xW_1 + b_1)W_2 + b_2$.",
                "correct",
                rf"the formula against PyTorch's `linear` and `relu` ($d_{{model}} = 8$, $d_{{ff}} = 32$): "
-               rf"{agree(note, ref, TOL)}", "layernorm-ffn")
+               rf"{agree(note, ref, TOL)}", "layernorm-ffn", brief="matches PyTorch's `linear` and `relu`: < #{2}")
 
 
 def ffn_shapes(review) -> None:
@@ -444,12 +451,12 @@ def ffn_shapes(review) -> None:
     n_params = ffn_param_count(512, 2048)
     assert n_params == 2 * 512 * 2048 + 2048 + 512
     review.add(NOTE, 101, FFN,
-               r"$W_1 \in \mathbb{R}^{d_{model} \times d_{ff}}$ and $W_2 \in \mathbb{R}^{d_{ff} \times d_{model}}$.",
+               r"$W_1$ is $d_{model} \times d_{ff}$ and $W_2$ is $d_{ff} \times d_{model}$.",
                "correct",
                rf"the shapes `lib.ffn.feed_forward` needs for row-vector tokens (it refuses the transposes); the "
                rf"output keeps the width, ({count(out.shape[0])}, {count(out.shape[1])}) for 6 tokens of width 8. "
                rf"For $d_{{model}} = 512$, $d_{{ff}} = 2048$ the block has {count(n_params)} parameters with biases",
-               "layernorm-ffn")
+               "layernorm-ffn", brief="the row-vector shapes; #{6} parameters at $d_{model}$ = #{4}")
 
 
 # 5. Positional encodings
@@ -464,15 +471,14 @@ def sinusoidal_formula(review) -> None:
             angle = pos / 10000 ** (2 * i / d_model)
             pe[pos, 2 * i], pe[pos, 2 * i + 1] = np.sin(angle), np.cos(angle)
     review.add(NOTE, 107, POSITIONS,
-               r"$PE_{(pos, 2i)} = \sin(pos/10000^{2i/d_{model}})$ and $PE_{(pos, 2i+1)} = "
-               r"\cos(pos/10000^{2i/d_{model}})$.",
+               "Sinusoidal encoding: sine in even columns, cosine in odd, at frequency $10000^{-2i/d_{model}}$.",
                "correct",
                rf"the two formulas, entry by entry for {n} positions and $d_{{model}} = {d_model}$, against "
                rf"`lib.positional.sinusoidal_encoding`: {agree(pe, sinusoidal_encoding(n, d_model), TOL)}",
-               "positional")
+               "positional", brief="entry by entry against lib: max |difference| < #{2}")
 
 
-# 6. Backward pass, index by index (the matrix forms are checked in the appendix notebook)
+# 6. Backward pass, index by index (the matrix forms are checked in ``worked``)
 
 
 def grad_v_by_index(review) -> None:
@@ -487,11 +493,10 @@ def grad_v_by_index(review) -> None:
         for j in range(3):
             d_v[kk, j] = sum(d_out[i, j] * a[i, kk] for i in range(5))
     review.add(NOTE, 119, GRAD_V,
-               r"With $\partial\mathcal{L}/\partial O \in \mathbb{R}^{n \times d_v}$, "
-               r"$\partial\mathcal{L}/\partial V_{kj} = \sum_i \frac{\partial\mathcal{L}}{\partial O_{ij}} A_{ik}$.",
+               r"$\partial\mathcal{L}/\partial V_{kj} = \sum_i (\partial\mathcal{L}/\partial O_{ij}) A_{ik}$.",
                "correct",
                rf"the index sum against `torch.autograd` in float64 ($n = 5$, $d_k = 4$, $d_v = 3$): "
-               rf"{agree(d_v, vt.grad, TOL)}", "attention-backward")
+               rf"{agree(d_v, vt.grad, TOL)}", "attention-backward", brief="against autograd: max |difference| < #{4}")
 
 
 def grad_a_by_index(review) -> None:
@@ -506,9 +511,10 @@ def grad_a_by_index(review) -> None:
         for kk in range(5):
             d_a[i, kk] = sum(d_out[i, j] * v[kk, j] for j in range(3))
     review.add(NOTE, 129, GRAD_A,
-               r"$\partial\mathcal{L}/\partial A_{ik} = \sum_j \frac{\partial\mathcal{L}}{\partial O_{ij}} V_{kj}$.",
+               r"$\partial\mathcal{L}/\partial A_{ik} = \sum_j (\partial\mathcal{L}/\partial O_{ij}) V_{kj}$.",
                "correct",
-               rf"the index sum against `torch.autograd` in float64: {agree(d_a, a.grad, TOL)}", "attention-backward")
+               rf"the index sum against `torch.autograd` in float64: {agree(d_a, a.grad, TOL)}", "attention-backward",
+               brief="against autograd: max |difference| < #{1}")
 
 
 def softmax_jacobian(review) -> None:
@@ -526,12 +532,12 @@ def softmax_jacobian(review) -> None:
     off_row = ~torch.eye(5, dtype=torch.bool)  # l != i
     across = jac.permute(0, 2, 1, 3)[off_row]  # (pairs i != l, j, k)
     review.add(NOTE, 139, GRAD_S,
-               r"Softmax couples the entries of a row: $\partial A_{ij}/\partial S_{ik} = A_{ij}(\delta_{jk} - "
-               r"A_{ik})$.",
+               r"The softmax Jacobian of a row is $A_{ij}(\delta_{jk} - A_{ik})$.",
                "correct",
                rf"against the full Jacobian from `torch.autograd` ($5 \times 5$ logits): within a row "
                rf"{agree(same_row, within, TOL)}; across rows every entry is 0 "
-               rf"({agree(across, torch.zeros_like(across), 0, 'max |entry|', exact=True)})", "attention-backward")
+               rf"({agree(across, torch.zeros_like(across), 0, 'max |entry|', exact=True)})", "attention-backward",
+               brief="against autograd's Jacobian: < #{2}; zero across rows")
 
 
 def grad_s_by_index(review) -> None:
@@ -548,10 +554,11 @@ def grad_s_by_index(review) -> None:
         for kk in range(5):
             d_s[i, kk] = d_a[i, kk] * a_np[i, kk] - a_np[i, kk] * row_term
     review.add(NOTE, 143, GRAD_S,
-               r"By the chain rule, $\partial\mathcal{L}/\partial S_{ik} = \frac{\partial\mathcal{L}}{\partial A_{ik}}"
-               r"A_{ik} - A_{ik}\sum_j \frac{\partial\mathcal{L}}{\partial A_{ij}} A_{ij}$.",
+               r"The chain rule through the softmax gives $A \odot "
+               r"(\partial\mathcal{L}/\partial A - \text{row sums})$.",
                "correct",
-               rf"the index form against `torch.autograd` in float64: {agree(d_s, s.grad, TOL)}", "attention-backward")
+               rf"the index form against `torch.autograd` in float64: {agree(d_s, s.grad, TOL)}", "attention-backward",
+               brief="against autograd: max |difference| < #{1}")
 
 
 def logits_differential(review) -> None:
@@ -562,10 +569,10 @@ def logits_differential(review) -> None:
     _, jvp = torch.func.jvp(lambda q_, k_: q_ @ k_.T / 2.0, (t[0], t[1]), (t[2], t[3]))
     note = (dq @ k.T + q @ dk.T) / 2.0
     review.add(NOTE, 155, GRAD_QK,
-               r"The differential of $S = QK^T/\sqrt{d_k}$ is $dS = \big((dQ)K^T + Q(dK)^T\big)/\sqrt{d_k}$.",
+               r"$dS = ((dQ)K^\top + Q(dK)^\top)/\sqrt{d_k}$.",
                "correct",
                rf"against the directional derivative from `torch.func.jvp` ($d_k = 4$): {agree(note, jvp, TOL)}",
-               "attention-backward")
+               "attention-backward", brief="against a forward-mode derivative: < #{1}")
 
 
 def all_equations_derived(review) -> None:
@@ -583,8 +590,7 @@ def all_equations_derived(review) -> None:
     p_block = encoder_layer_param_count(512, 8, 2048)
     p_attention = mh.param_count(512, 8)
     review.add(NOTE, 163, BACKWARD,
-               r"This completes the forward and backward equations of the self-attention inside the Transformer "
-               r"block.",
+               "Gradients for $Q$, $K$, $V$ complete self-attention's backward pass.",
                "imprecise",
                rf"complete for the scaled dot-product module it set out to differentiate, but the gradients stop "
                rf"at $Q, K, V$. Self-attention needs two more steps: $\partial\mathcal{{L}}/\partial W_Q = "
@@ -594,7 +600,8 @@ def all_equations_derived(review) -> None:
                rf"\frac{{\partial\mathcal{{L}}}}{{\partial K}}W_K^\top + "
                rf"\frac{{\partial\mathcal{{L}}}}{{\partial V}}W_V^\top$ ({agree(d_x, xt.grad, TOL)}). None of an "
                rf"encoder layer's {count(p_block)} parameters ($d = 512$, $d_{{ff}} = 2048$; {count(p_attention)} "
-               rf"of them in the attention projections) gets its gradient in the note", "attention-backward")
+               rf"of them in the attention projections) gets its gradient in the note", "attention-backward",
+               brief="missing: $W_Q, W_K, W_V$ and the paths into $X$")
 
 
 # 7. FAQ on typesetting, checked with matplotlib's mathtext (a subset of TeX, no TeX installation needed)
@@ -614,11 +621,12 @@ def faq_italics(review) -> None:
                           for tex in ("softmax", r"\mathrm{softmax}", r"\text{Attention}"))
     assert (plain, roman, text) == (7, 0, 0)
     review.add(NOTE, 170, FAQ,
-               r"In math mode a run of letters is set in italics as a product of variables; `\mathrm{}` or "
-               r"`\text{}` sets a word upright.",
+               r"TeX sets a run of letters as an italic product; words need `\mathrm`.",
                "correct",
                rf"in matplotlib's mathtext, {count(plain)} of the 7 letters of `softmax` are italic, "
-               rf"{count(roman)} of `\mathrm{{softmax}}` and {count(text)} of the 9 of `\text{{Attention}}`", None)
+               rf"{count(roman)} of `\mathrm{{softmax}}` and "
+               rf"{count(text)} of the 9 of `\text{{Attention}}`", "notation",
+               brief=r"mathtext: #{0} of #{1} letters of `softmax` italic, #{2} with `\mathrm`")
 
 
 def faq_subscripts(review) -> None:
@@ -637,14 +645,14 @@ def faq_subscripts(review) -> None:
     assert as_typed[1][0] == "i" and as_typed[5][0] == "d" and as_typed[6][0] == "m"
     assert i_size == w_size and model_size == d_size
     review.add(NOTE, 171, FAQ,
-               r"`_` and `^` act only on the next character, so `W_attention` lowers only the a; braces, as in "
-               r"`W_{attention}`, lower the whole word.",
+               "A sub- or superscript takes one token; braces make it take a whole word.",
                "correct",
                rf"mathtext lowers {count(one)} of the 9 letters of `W_attention` and {count(braced)} of "
                rf"`W_{{attention}}`. The unit is one token, so a command with its argument counts as one: "
                rf"`d_\text{{model}}` lowers all {count(command)}. The note's own section 2, as its text has it "
                rf"(`\mathbf{{W}}i^Q`, `d{{\text{{model}}}}`), sets $i$ at size {fixed(i_size, 1)} like $W$ and "
-               rf"'model' at {fixed(model_size, 1)} like $d$: both subscripts are lost", None)
+               rf"'model' at {fixed(model_size, 1)} like $d$: both subscripts are lost", "notation",
+               brief="`W_attention` lowers #{0} of #{1} letters")
 
 
 def check(review) -> None:

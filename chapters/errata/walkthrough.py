@@ -2,11 +2,12 @@
 
 Every function below checks one claim (or a tight group of claims made in one sentence) with ``lib``, asserts
 what it finds and records it with :meth:`errata.Review.add`. The worked backward pass uses the note's own inputs
-Q = K = I (2 x 2), V = [[1, 2], [3, 4]] and the loss L = sum(O); the note's NumPy code is run unchanged from
-``notes_code/walkthrough_backward.py``. Monte Carlo estimates use fixed seeds and sizes whose sampling error is
+Q = K = I (2 x 2), V = [[1, 2], [3, 4]] and the loss L = sum(O); the procedure of the note's NumPy program is
+re-implemented in ``backward_by_rows`` and checked against lib and torch.autograd. Monte Carlo estimates use
+fixed seeds and sizes whose sampling error is
 below the precision printed.
 
-Claims the appendix notebook records itself are not repeated here: the "unique normalizing constant", the
+Claims ``worked`` records are not repeated here: the "unique normalizing constant", the
 gradient at d_k = 1024, the softmax of [1000, 1002] and the plausibility of such logits, A, O, dL/dS' and dL/dS
 of the worked example and the reason given for dL/dV, the block formula, the FLOP counts and the 16,384-token
 crossover, the quadrupling of attention compute, the KV-cache sizes, the weights, the GPU count and the reason
@@ -15,11 +16,7 @@ for d_model in the cache formula.
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-import re
-import runpy
 from functools import cache
 from pathlib import Path
 from typing import NamedTuple
@@ -32,9 +29,9 @@ import lib.attention as att
 import lib.flops as fl
 import lib.multihead as mh
 import lib.sizing as sz
-from lib.constants import GiB, KiB
 from lib.book.fmt import agree, bound, count, fixed, percent
-from lib.model_config import load_config
+from lib.constants import GiB, KiB
+from lib.planner.config import load_config
 from lib.softmax import softmax, softmax_naive, softmax_vjp
 
 from . import Review
@@ -42,7 +39,6 @@ from . import Review
 NOTE = "walkthrough"
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
-NOTE_CODE = Path(__file__).resolve().parent / "notes_code" / "walkthrough_backward.py"
 
 SCALING = "Deriving the √d_k scaling factor"
 STABILITY = "Numerical stability"
@@ -63,9 +59,9 @@ ROWS = 5000  # softmax rows per head width in those measurements
 ROUNDOFF = 1e-12  # bound for float64 agreement between two computations of the same quantity
 
 
-def _add(review: Review, line: int, section: str, says: str, grade: str, evidence: str,
-         chapter: str | None) -> None:
-    review.add(NOTE, line, section, says, grade, evidence, chapter)
+def _add(review: Review, line: int, section: str, says: str, grade: str, evidence: str, chapter: str, *,
+         brief: str) -> None:
+    review.add(NOTE, line, section, says, grade, evidence, chapter, brief=brief)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -219,10 +215,10 @@ def attention_formula(review: Review) -> None:
     o_lib, _ = att.attention(q, k, v)
     o_formula = softmax(q @ k.T / np.sqrt(8)) @ v
     o_torch = torch.nn.functional.scaled_dot_product_attention(*(torch.from_numpy(m) for m in (q, k, v)))
-    _add(review, 7, "Scope", "Attention computes $\\operatorname{softmax}(QK^\\top/\\sqrt{d_k})\\,V$.", "correct",
+    _add(review, 7, "Scope", r"Attention computes $\operatorname{softmax}(QK^\top/\sqrt{d_k})\,V$.", "correct",
          f"`lib.attention.attention` and the formula written out: {agree(o_lib, o_formula, ROUNDOFF)}; against "
          f"PyTorch's `scaled_dot_product_attention`: {agree(o_lib, o_torch, ROUNDOFF)} (6 tokens, "
-         "$d_k = 8$, float64)", "notation")
+         "$d_k = 8$, float64)", "notation", brief="formula, lib and PyTorch agree: < #{0}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -236,14 +232,13 @@ def unit_variance_after_projection(review: Review) -> None:
     assert abs(var["nn.Linear"][0] - 1 / 3) < 0.01 and abs(var["nn.Linear"][1] - 1 / 9) < 0.01
     assert abs(var["GPT-2"][0] - 768 * 0.02**2) < 0.01 and abs(var["GPT-2"][1] - (768 * 0.02**2) ** 2) < 0.01
     _add(review, 11, SCALING,
-         "Components of $q$ and $k$ with mean 0 and variance 1 are a reasonable approximation just after the "
-         "projections, whose initialisation keeps activations in that regime.", "assumption",
+         "After projection, unit-variance zero-mean $q$ and $k$ entries are a fair assumption.", "assumption",
          "only for an initialisation that preserves variance. With unit-variance inputs and $d_\\text{model} = 768$, "
          f"$\\operatorname{{Var}}(q_i)$ is {fixed(var['Xavier'][0], 2)} for Xavier-uniform weights, but "
          f"{fixed(var['nn.Linear'][0], 2)} for `torch.nn.Linear`'s default and {fixed(var['GPT-2'][0], 2)} for "
          "GPT-2's $\\mathcal N(0, 0.02^2)$; the scaled logits of a 64-wide head then have variance "
          f"{fixed(var['Xavier'][1], 2)}, {fixed(var['nn.Linear'][1], 2)} and {fixed(var['GPT-2'][1], 2)}",
-         "scaling")
+         "scaling", brief="only for variance-preserving init: PyTorch's default gives #{2}")
 
 
 def mean_and_term_variance(review: Review) -> None:
@@ -259,10 +254,11 @@ def mean_and_term_variance(review: Review) -> None:
         second = sp.integrate(x**2 * y**2 * density, (x, lo, hi), (y, lo, hi))
         assert mean == 0 and second - mean**2 == 1
     _add(review, 13, SCALING,
-         "$E[s] = 0$, and each term has $\\operatorname{Var}(q_i k_i) = E[q_i^2]E[k_i^2] - 0 = 1$.", "correct",
+         "A score has mean 0 and each product term variance 1.", "correct",
          "sympy, integrating over the joint density exactly: $E[q_i k_i] = 0$ and "
          "$E[q_i^2 k_i^2] - E[q_i k_i]^2 = 1$ for " + " and for ".join(families)
-         + " components (mean 0, variance 1 both; no Gaussianity needed)", "scaling")
+         + " components (mean 0, variance 1 both; no Gaussianity needed)", "scaling",
+         brief="sympy, exactly, for normal and uniform entries")
 
 
 def variance_grows_with_d_k(review: Review) -> None:
@@ -270,10 +266,10 @@ def variance_grows_with_d_k(review: Review) -> None:
     ratios = {d_k: logit_variances(d_k)[0] / d_k for d_k in (16, 64, 256)}
     assert all(abs(r - 1) < 0.04 for r in ratios.values())  # 4 standard errors of a variance of 20,000 draws
     _add(review, 13, SCALING,
-         "Summing $d_k$ such terms gives $\\operatorname{Var}(s) = d_k$: the standard deviation of a raw score "
-         "grows as $\\sqrt{d_k}$.", "correct",
+         r"Summing $d_k$ terms gives $\operatorname{Var}(s) = d_k$: spread grows as $\sqrt{d_k}$.", "correct",
          "20,000 pairs of standard normal vectors: $\\operatorname{Var}(q \\cdot k)/d_k$ = "
-         + ", ".join(f"{fixed(r, 2)} at $d_k = {d_k}$" for d_k, r in ratios.items()), "scaling")
+         + ", ".join(f"{fixed(r, 2)} at $d_k = {d_k}$" for d_k, r in ratios.items()), "scaling",
+         brief=r"$\operatorname{Var}/d_k$ = #{1}, #{3}, #{5} at $d_k$ = 16, 64, 256")
 
 
 def ratio_is_exp_delta(review: Review) -> None:
@@ -284,9 +280,10 @@ def ratio_is_exp_delta(review: Review) -> None:
     predicted = np.exp(s[:, :, None] - s[:, None, :])
     rel = np.abs(ratio / predicted - 1).max()
     _add(review, 15, SCALING,
-         "Two logits that differ by $\\Delta$ get softmax weights in the ratio $e^{\\Delta}$.", "correct",
+         r"Two logits $\Delta$ apart get weights in the ratio $e^{\Delta}$.", "correct",
          f"every pair of weights in 4 random rows of 9 against $e^{{s_i - s_j}}$: "
-         f"{bound(rel, ROUNDOFF, 'max relative difference')}", "scaling")
+         f"{bound(rel, ROUNDOFF, 'max relative difference')}", "scaling",
+         brief="every pair matches: relative difference < #{2}")
 
 
 def real_head_widths(review: Review) -> None:
@@ -296,24 +293,25 @@ def real_head_widths(review: Review) -> None:
     widths = {name: load_config(FIXTURES / f"{name}.config.json").head_dim for name in names}
     assert {64, 128, 256} <= set(widths.values())
     listed = ", ".join(f"{name} {d}" for name, d in widths.items())
-    _add(review, 15, SCALING, "Individual attention heads of real models have $d_k$ of 64, 128 or 256.",
+    _add(review, 15, SCALING, "Real heads have $d_k$ of 64, 128 or 256.",
          "correct", f"`head_dim` read from the published configurations by `lib.model_config`: {listed}",
-         "capacity-planner")
+         "capacity-planner", brief="published configurations: 64, 96, 128 and 256")
 
 
 def spread_in_standard_deviations(review: Review) -> None:
-    """Unscaled, the pre-softmax logits are typically tens of standard deviations wide."""
+    """Unscaled logits, said to span tens of standard deviations: in logit units, yes; in standard deviations, no."""
     spread = {d_k: (row_stats(d_k).span.mean(), row_stats(d_k).span_sd.mean()) for d_k in (64, 256)}
     for d_k, (units, sds) in spread.items():
         assert 6.3 < sds < 6.7 and abs(units / np.sqrt(d_k) - sds) < 0.1  # tens of units, a few deviations
     assert fixed(spread[64][1], 1) == fixed(spread[256][1], 1)
     _add(review, 15, SCALING,
-         "For $d_k$ of 64 to 256 the unscaled logits are \"typically tens of standard deviations wide\".",
+         "For $d_k$ from 64 to 256 unscaled logits span tens of standard deviations.",
          "imprecise",
          f"tens of logit units, not of standard deviations: over rows of {count(N_KEYS)} keys the logits span "
          f"{fixed(spread[64][0], 0)} units at $d_k = 64$ and {fixed(spread[256][0], 0)} at $d_k = 256$, but "
          f"{fixed(spread[64][1], 1)} of their standard deviations $\\sqrt{{d_k}}$ at both widths: measured in "
-         "standard deviations, the spread does not grow with $d_k$", "scaling")
+         "standard deviations, the spread does not grow with $d_k$", "scaling",
+         brief="tens of logit units, but #{5} standard deviations")
 
 
 def short_row_saturation(d_k: int, n_keys: int = 16, rows: int = 2000) -> float:
@@ -332,14 +330,14 @@ def saturation_at_common_widths(review: Review) -> None:
     assert sat[64][0] < 0.15 and sat[256][0] < 0.5 and sat[256][1] < 0.3
     assert max(short.values()) < 0.75 and all(short[d] > sat[d][0] for d in short)
     _add(review, 15, SCALING,
-         "Unscaled, for $d_k$ of 64, 128 or 256 the softmax saturates to a near one-hot distribution and its "
-         "gradient shrinks toward zero \"almost everywhere\".", "wrong",
+         "Unscaled, at $d_k$ 64 to 256, the softmax goes one-hot nearly everywhere.", "wrong",
          f"over {count(N_KEYS)} keys, the largest weight exceeds 0.99 in "
          + ", ".join(f"{percent(s, 0)}" for s, _ in sat.values())
          + " of rows at $d_k$ = 64, 128, 256, and the softmax Jacobian has norm below $10^{-3}$ in "
          + ", ".join(f"{percent(j, 0)}" for _, j in sat.values())
          + ": a minority of rows, not almost all. Short rows saturate more often, yet over 16 keys still only "
-         + ", ".join(f"{percent(v, 0)}" for v in short.values()) + " of rows", "scaling")
+         + ", ".join(f"{percent(v, 0)}" for v in short.values()) + " of rows", "scaling",
+         brief="one-hot in #{2} to #{4} of rows: a minority")
 
 
 def scaled_variance_is_one(review: Review) -> None:
@@ -347,12 +345,11 @@ def scaled_variance_is_one(review: Review) -> None:
     scaled = {d_k: logit_variances(d_k)[1] for d_k in (16, 64, 256)}
     assert all(abs(v - 1) < 0.04 for v in scaled.values())
     _add(review, 15, SCALING,
-         "Dividing every score by $\\sqrt{d_k}$ brings the variance back to "
-         "$\\operatorname{Var}(s/\\sqrt{d_k}) = d_k/d_k = 1$, whatever $d_k$.", "correct",
+         r"Dividing by $\sqrt{d_k}$ restores variance 1 for every $d_k$.", "correct",
          "under the stated assumptions (independent components of mean 0 and variance 1): "
          "$\\operatorname{Var}(q \\cdot k/\\sqrt{d_k})$ = "
          + ", ".join(f"{fixed(v, 2)} at $d_k = {d_k}$" for d_k, v in scaled.items())
-         + " (20,000 pairs each)", "scaling")
+         + " (20,000 pairs each)", "scaling", brief="#{2}, #{4}, #{6} at $d_k$ = 16, 64, 256")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -367,13 +364,13 @@ def float32_overflow(review: Review) -> None:
         e88, e89 = np.exp(np.float32(88)), np.exp(np.float32(89))
     assert np.isfinite(e88) and np.isinf(e89) and 88 < threshold < 89
     assert 1.65e38 < float(e88) < 1.66e38 and f32_max > 2 * 1.6e38
-    _add(review, 19, STABILITY, "float32 overflows above roughly $\\exp(88) \\approx 1.6 \\times 10^{38}$.",
+    _add(review, 19, STABILITY, r"float32 overflows past about $e^{88} \approx 1.6 \times 10^{38}$.",
          "imprecise",
          f"$e^x$ overflows float32 for $x$ above $\\ln(\\text{{max}})$ = {fixed(threshold, 2)}, so \"roughly "
          f"88\" holds; but the largest float32 is {fixed(f32_max / 1e38, 2)}$\\times 10^{{38}}$, "
          f"{fixed(f32_max / 1.6e38, 1)} times the figure quoted, and $e^{{88}}$ itself is a finite "
          f"{fixed(float(e88) / 1e38, 2)}$\\times 10^{{38}}$, which rounds to {fixed(float(e88) / 1e38, 1)}, not "
-         "1.6", "softmax")
+         "1.6", "softmax", brief=r"threshold #{1}; $e^{88}$ = #{9}$\times 10^{38}$, max #{4}$\times 10^{38}$")
 
 
 def nan_reaches_every_gradient(review: Review) -> None:
@@ -387,12 +384,11 @@ def nan_reaches_every_gradient(review: Review) -> None:
     (torch.softmax(x @ w_stable, dim=-1) * torch.tensor([1.0, 2.0])).sum().backward()
     assert torch.isnan(weights).all() and torch.isnan(w.grad).all() and torch.isfinite(w_stable.grad).all()
     _add(review, 19, STABILITY,
-         "With logits 1000 and 1002, $\\exp(1000)$ overflows to inf, the division gives nan, and every downstream "
-         "gradient is silently corrupted.", "correct",
+         "Logits 1000 and 1002 overflow, give NaN, and silently corrupt every gradient.", "correct",
          "in torch float32, logits $xW$ = [1000, 1002] through the naive $e^{s_j}/\\sum_k e^{s_k}$ give weights "
          f"[nan, nan]; `backward()` raises nothing and all {count(w.grad.numel())} entries of "
          "$\\partial\\mathcal{L}/\\partial W$ are nan (even those multiplied by a zero input). `torch.softmax` "
-         "gives finite ones", "softmax")
+         "gives finite ones", "softmax", brief="weights NaN; all #{3} weight gradients NaN, no error raised")
 
 
 def shift_invariance(review: Review) -> None:
@@ -406,11 +402,11 @@ def shift_invariance(review: Review) -> None:
     worst = max(np.abs(np.exp(s - shift) / np.exp(s - shift).sum(axis=1, keepdims=True) - softmax(s)).max()
                 for shift in (-100.0, 7.5, 100.0))
     _add(review, 19, STABILITY,
-         "Softmax is unchanged when every logit of a row is shifted by the same constant $m$, for any $m$.",
+         "Softmax ignores a common shift of its inputs.",
          "correct",
          "sympy simplifies $e^{s_1 - m}/\\sum_k e^{s_k - m} - e^{s_1}/\\sum_k e^{s_k}$ to 0 (three logits); "
          f"numerically, shifts $m$ = -100, 7.5 and 100 agree with `lib.softmax.softmax` to "
-         f"{bound(worst, ROUNDOFF)}", "softmax")
+         f"{bound(worst, ROUNDOFF)}", "softmax", brief="sympy: difference 0; numeric shifts < #{6}")
 
 
 def max_shift_cannot_overflow(review: Review) -> None:
@@ -427,14 +423,13 @@ def max_shift_cannot_overflow(review: Review) -> None:
         assert np.isfinite(a).all() and np.isnan(softmax_naive(x)).any(axis=1).all()
         sum_error[name] = np.abs(a.astype(np.float64).sum(axis=1) - 1).max()
     _add(review, 19, STABILITY,
-         "Choosing $m = \\max_j s_j$ makes the largest shifted logit exactly 0 and its exponential exactly 1, "
-         "every other term a fraction, with no overflow possible.", "correct",
+         "Shifting by the row maximum makes overflow impossible.", "correct",
          "200 rows of 32 logits drawn up to $\\pm 3 \\times 10^4$ in float16 and up to $\\pm 10^{38}$ in float32: "
          "in every row the shifted maximum is exactly 0, its exponential exactly 1 and every term at most 1. "
          "`lib.softmax.softmax` returns finite rows that sum to 1 "
          f"({bound(sum_error['float16'], 1e-2, 'float16: max |sum - 1|')}, "
          f"{bound(sum_error['float32'], 1e-6, 'float32: max |sum - 1|')}), where the naive formula gives `nan` "
-         "in every row", "softmax")
+         "in every row", "softmax", brief="#{0} extreme rows: all finite, sums within #{18} of 1")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -448,10 +443,10 @@ def scaled_scores_and_exponentials(review: Review) -> None:
     assert (st.s == np.eye(2)).all() and st.s_scaled[0, 1] == 0 and st.s_scaled[1, 1] == s_ij
     assert fixed(s_ij, 4) == "0.7071" and fixed(e, 4) == "2.0281" and fixed(e + 1, 4) == "3.0281"
     _add(review, 34, BACKPROP,
-         "$S = QK^\\top = I$ and $S' = S/\\sqrt 2$ = [[0.7071, 0], [0, 0.7071]]; for row 1, "
-         "$\\exp(0.7071) = 2.0281$, $\\exp(0) = 1$ and their sum 3.0281.", "correct",
+         r"In the 2-token example $S' = I/\sqrt 2$ and row 1 exponentials are $2.0281$ and 1.", "correct",
          f"`lib.attention.attention_backward_steps`: $S = I$, $S'_{{11}} = S'_{{22}}$ = {fixed(s_ij, 4)}, "
-         f"$e^{{S'_{{11}}}}$ = {fixed(e, 4)}, sum {fixed(e + 1, 4)}", "attention-backward")
+         f"$e^{{S'_{{11}}}}$ = {fixed(e, 4)}, sum {fixed(e + 1, 4)}", "attention-backward",
+         brief="lib: #{2}, #{4}, sum #{5}")
 
 
 def mirror_image_reason(review: Review) -> None:
@@ -465,21 +460,21 @@ def mirror_image_reason(review: Review) -> None:
     gap = np.abs(other.a[1] - other.a[0][::-1]).max()
     assert gap > 0.1
     _add(review, 34, BACKPROP,
-         "Row 2 of $A$ is the mirror image of row 1, [0.3302, 0.6698], \"by the symmetry of $S'$\".", "imprecise",
+         "Row 2 of $A$ mirrors row 1 because $S'$ is symmetric.", "imprecise",
          "the mirror image is right, the reason is not: it holds because swapping the two tokens leaves $S'$ "
          "unchanged ($\\Pi S' \\Pi = S'$ for the swap $\\Pi$: equal diagonal entries), not because $S'$ is "
          "symmetric. With $Q = K = \\operatorname{diag}(1, 0.5)$, $S'$ is symmetric and row 2 of $A$ is "
          f"[{fixed(other.a[1, 0], 4)}, {fixed(other.a[1, 1], 4)}], not the mirrored row 1 "
-         f"[{fixed(other.a[0, 1], 4)}, {fixed(other.a[0, 0], 4)}]", "attention-backward")
+         f"[{fixed(other.a[0, 1], 4)}, {fixed(other.a[0, 0], 4)}]", "attention-backward",
+         brief="swap symmetry does it: symmetric $S'$ can give [#{3}, #{4}]")
 
 
 def upstream_gradient_is_ones(review: Review) -> None:
     """For L = sum(O), dL/dO is a matrix of ones."""
     grads = example_autograd()
-    _add(review, 36, BACKPROP, "For $\\mathcal{L} = \\sum O$, $\\partial\\mathcal{L}/\\partial O$ is the 2×2 "
-         "matrix of ones.", "correct",
+    _add(review, 36, BACKPROP, r"For $\mathcal{L} = \sum O$ the upstream gradient is all ones.", "correct",
          f"`torch.autograd`: {agree(grads['do'], D_OUT_EX, 0, 'max |dL/dO - 1|', exact=True)}",
-         "attention-backward")
+         "attention-backward", brief="autograd: max |dL/dO - 1| = #{1}")
 
 
 def gradient_through_av(review: Review) -> None:
@@ -487,13 +482,12 @@ def gradient_through_av(review: Review) -> None:
     st, grads = example_steps(), example_autograd()
     assert (st.da == np.array([[3.0, 7.0], [3.0, 7.0]])).all() and (V_EX.T.sum(axis=0) == [3.0, 7.0]).all()
     _add(review, 38, BACKPROP,
-         "Through $O = AV$: $\\partial\\mathcal{L}/\\partial A = (\\partial\\mathcal{L}/\\partial O)V^\\top$ and "
-         "$\\partial\\mathcal{L}/\\partial V = A^\\top(\\partial\\mathcal{L}/\\partial O)$; every row of "
-         "$\\partial\\mathcal{L}/\\partial A$ is [3, 7], the column sums of $V^\\top$.", "correct",
+         r"$\partial\mathcal{L}/\partial A = (\partial\mathcal{L}/\partial O)V^\top$, "
+         r"$\partial\mathcal{L}/\partial V = A^\top \partial\mathcal{L}/\partial O$.", "correct",
          f"against `torch.autograd`: $\\partial\\mathcal{{L}}/\\partial A$ {agree(st.da, grads['da'], ROUNDOFF)}, "
          f"$\\partial\\mathcal{{L}}/\\partial V$ {agree(st.dv, grads['dv'], ROUNDOFF)}; the rows of "
          "$\\partial\\mathcal{L}/\\partial A$ are exactly [3, 7], the column sums of $V^\\top$",
-         "attention-backward")
+         "attention-backward", brief="against autograd: < #{0}; rows [#{2}, #{3}]")
 
 
 def jacobian_not_diagonal(review: Review) -> None:
@@ -504,11 +498,11 @@ def jacobian_not_diagonal(review: Review) -> None:
     off = jac[0, 1]
     assert abs(off + a[0] * a[1]) < ROUNDOFF and abs(off) > 0.2
     _add(review, 40, BACKPROP,
-         "The softmax Jacobian is not diagonal: perturbing one logit of a row changes every probability in it.",
+         "The softmax Jacobian has off-diagonal terms: one logit moves every weight.",
          "correct",
          f"the Jacobian of row 1 by `torch.autograd` has off-diagonal entries {fixed(off, 4)} $= -a_1 a_2$; against "
          f"$\\operatorname{{diag}}(a) - aa^\\top$, {agree(jac, np.diag(a) - np.outer(a, a), ROUNDOFF)}",
-         "attention-backward")
+         "attention-backward", brief="off-diagonal -#{1}; matches autograd (< #{4})")
 
 
 def softmax_gradient_formula(review: Review) -> None:
@@ -519,10 +513,9 @@ def softmax_gradient_formula(review: Review) -> None:
     torch.softmax(st, dim=-1).backward(torch.from_numpy(da))
     mine = softmax_vjp(softmax(s), da)
     _add(review, 40, BACKPROP,
-         "For a softmax row $a$ with upstream gradient $da$: "
-         "$\\partial\\mathcal{L}/\\partial s_j = a_j(da_j - \\sum_k a_k da_k)$.", "correct",
+         r"Softmax backward: $\partial\mathcal{L}/\partial s_j = a_j(da_j - \sum_k a_k da_k)$.", "correct",
          f"`lib.softmax.softmax_vjp` against `torch.autograd` on 5 random rows of 7: {agree(mine, st.grad, ROUNDOFF)}",
-         "attention-backward")
+         "attention-backward", brief="lib against autograd: < #{2}")
 
 
 def row_dot_value(review: Review) -> None:
@@ -531,10 +524,11 @@ def row_dot_value(review: Review) -> None:
     row_dot = st.row_dot[0, 0]
     from_rounded = 0.6698 * 3 + 0.3302 * 7  # the note's four-decimal weights
     assert fixed(row_dot, 4) == "4.3210" and fixed(from_rounded, 4) == "4.3208"
-    _add(review, 40, BACKPROP, "For row 1, $\\sum_k a_k da_k = 0.6698 \\times 3 + 0.3302 \\times 7 = 4.3210$.",
+    _add(review, 40, BACKPROP, r"In the example $\sum_k a_k da_k = 4.3210$.",
          "correct",
          f"{fixed(row_dot, 4)} from the unrounded weights (`lib`'s `row_dot`), as the note states; the "
-         f"four-decimal factors it writes would give {fixed(from_rounded, 4)}", "attention-backward")
+         f"four-decimal factors it writes would give {fixed(from_rounded, 4)}", "attention-backward",
+         brief="#{0} from the unrounded weights")
 
 
 def rows_sum_to_zero(review: Review) -> None:
@@ -546,11 +540,10 @@ def rows_sum_to_zero(review: Review) -> None:
         st = att.attention_backward_steps(q, k, v, d_out)
         worst = max(worst, np.abs(st.ds_scaled.sum(axis=1)).max())
     _add(review, 40, BACKPROP,
-         "Each row of $\\partial\\mathcal{L}/\\partial S'$ sums to exactly zero, for any $Q$, $K$, $V$: a "
-         "structural property of softmax, since $\\sum_j a_j = 1$.", "correct",
+         "Each row of the score gradient sums to zero, for any inputs.", "correct",
          "for random $Q, K, V$ and upstream gradients (2, 5 and 16 tokens), "
          f"{bound(worst, ROUNDOFF, 'max |row sum|')}, zero up to round-off (exactly zero in exact "
-         "arithmetic: see worked answer 2 below)", "attention-backward")
+         "arithmetic: see worked answer 2 below)", "attention-backward", brief="random inputs: row sums < #{3}")
 
 
 def jacobian_is_not_a_projection(review: Review) -> None:
@@ -564,14 +557,14 @@ def jacobian_is_not_a_projection(review: Review) -> None:
     assert np.abs(jac @ jac - jac).max() > 0.1
     assert np.abs(jac @ da - 2 * a[0] * a[1] * (projection @ da)).max() < ROUNDOFF
     _add(review, 40, BACKPROP,
-         "The softmax Jacobian \"projects\" the incoming gradient onto the subspace of vectors that sum to zero.",
+         "The softmax Jacobian projects gradients onto zero-sum vectors.",
          "imprecise",
          "it maps into that subspace ($\\mathbf 1^\\top J = 0$), but it is not a projection ($J^2 \\neq J$). For "
          f"row 1 its nonzero eigenvalue is $2a_1a_2$ = {fixed(2 * a[0] * a[1], 4)}, not 1: the projection of "
          f"$da$ = [3, 7] is [{fixed((projection @ da)[0], 0)}, {fixed((projection @ da)[1], 0)}], while the "
          f"gradient is [{fixed(st.ds_scaled[0, 0], 4)}, {fixed(st.ds_scaled[0, 1], 4)}], "
          f"{fixed(2 * a[0] * a[1], 4)} times it. That shrinking factor is what vanishes when $a$ saturates",
-         "attention-backward")
+         "attention-backward", brief="it maps into them but is no projection: eigenvalue #{7}, not 1")
 
 
 def gradients_of_q_and_k(review: Review) -> None:
@@ -581,38 +574,61 @@ def gradients_of_q_and_k(review: Review) -> None:
     assert (st.dq == st.ds).all() and (st.dk == st.ds.T).all()
     assert (np.round(st.dk, 4) == note_dk).all() and (np.round(st.dq, 4) == note_dk.T).all()
     _add(review, 44, BACKPROP,
-         "$\\partial\\mathcal{L}/\\partial Q = (\\partial\\mathcal{L}/\\partial S)K$ and "
-         "$\\partial\\mathcal{L}/\\partial K = (\\partial\\mathcal{L}/\\partial S)^\\top Q$; with $Q = K = I$, "
-         "$\\partial\\mathcal{L}/\\partial Q$ = [[-0.6256, 0.6256], [-0.6256, 0.6256]] and "
-         "$\\partial\\mathcal{L}/\\partial K$ = [[-0.6256, -0.6256], [0.6256, 0.6256]].", "correct",
+         r"$\partial\mathcal{L}/\partial Q = (\partial\mathcal{L}/\partial S)K$ and "
+         r"$\partial\mathcal{L}/\partial K = (\partial\mathcal{L}/\partial S)^\top Q$.", "correct",
          f"`lib` reproduces both to 4 decimals; against `torch.autograd`: $\\partial\\mathcal{{L}}/\\partial Q$ "
          f"{agree(st.dq, grads['dq'], ROUNDOFF)}, $\\partial\\mathcal{{L}}/\\partial K$ "
-         f"{agree(st.dk, grads['dk'], ROUNDOFF)}", "attention-backward")
+         f"{agree(st.dk, grads['dk'], ROUNDOFF)}", "attention-backward",
+         brief="values reproduced; against autograd < #{1}")
 
 
-def the_notes_code(review: Review) -> None:
-    """The note's NumPy code runs, prints what its comments say, and computes what lib and autograd compute."""
-    printed = io.StringIO()
-    with contextlib.redirect_stdout(printed):
-        ns = runpy.run_path(str(NOTE_CODE), run_name="walkthrough_backward")
-    number = re.compile(r"-?\d+\.\d+")
-    printed_numbers = [float(x) for x in number.findall(printed.getvalue())]
-    comments = [line.split("#", 1)[1] for line in NOTE_CODE.read_text().splitlines() if line.startswith("print(")]
-    stated_numbers = [float(x) for c in comments for x in number.findall(c)]
-    assert len(printed_numbers) == len(stated_numbers) == 16 and printed_numbers == stated_numbers
+def backward_by_rows(q: np.ndarray, k: np.ndarray, v: np.ndarray, d_out: np.ndarray) -> dict[str, np.ndarray]:
+    """One head forward and backward in plain NumPy, the softmax's gradient taken one row at a time: the
+    procedure of the note's short program, written here in the book's own code."""
+    scale = 1 / np.sqrt(q.shape[1])
+    logits = (q @ k.T) * scale  # S'
+    e = np.exp(logits - logits.max(axis=1, keepdims=True))
+    a = e / e.sum(axis=1, keepdims=True)
+    g_a = d_out @ v.T
+    g_logits = np.empty_like(a)
+    for r, (row, g_row) in enumerate(zip(a, g_a, strict=True)):
+        g_logits[r] = row * (g_row - row @ g_row)
+    g_s = g_logits * scale  # through S' = S / sqrt(d_k)
+    return {"A": a, "O": a @ v, "dA": g_a, "dV": a.T @ d_out, "dS_scaled": g_logits, "dS": g_s,
+            "dQ": g_s @ k, "dK": g_s.T @ q}
+
+
+# what the program prints for the example, to 4 decimals (its four arrays)
+PRINTED = {"A": [[0.6698, 0.3302], [0.3302, 0.6698]], "O": [[1.6605, 2.6605], [2.3395, 3.3395]],
+           "dS_scaled": [[-0.8847, 0.8847], [-0.8847, 0.8847]], "dS": [[-0.6256, 0.6256], [-0.6256, 0.6256]]}
+
+
+def short_program(review: Review) -> None:
+    """The program's procedure, re-implemented: its printed values, against lib and torch.autograd."""
+    mine = backward_by_rows(Q_EX, K_EX, V_EX, D_OUT_EX)
+    printed = sum(np.size(v) for v in PRINTED.values())
+    assert printed == 16 and all(np.array_equal(mine[name].round(4), v) for name, v in PRINTED.items())
     st, grads = example_steps(), example_autograd()
     pairs = [("A", st.a), ("O", st.o), ("dA", st.da), ("dV", st.dv), ("dS_scaled", st.ds_scaled), ("dS", st.ds),
              ("dQ", st.dq), ("dK", st.dk)]
-    vs_lib = max(np.abs(ns[name] - mine).max() for name, mine in pairs)
-    vs_torch = max(np.abs(ns[name] - grads[key].numpy()).max()
+    vs_lib = max(np.abs(mine[name] - ref).max() for name, ref in pairs)
+    vs_torch = max(np.abs(mine[name] - grads[key].numpy()).max()
                    for name, key in (("dQ", "dq"), ("dK", "dk"), ("dV", "dv"), ("dS_scaled", "ds_scaled")))
+    rng = np.random.default_rng(46)  # beyond the example: random inputs, autograd as the oracle
+    q, k, v, d_out = (rng.standard_normal(shape) for shape in ((5, 4), (7, 4), (7, 3), (5, 3)))
+    mine_r = backward_by_rows(q, k, v, d_out)
+    qt, kt, vt = (torch.tensor(m, requires_grad=True) for m in (q, k, v))
+    (torch.softmax(qt @ kt.T / 2.0, dim=-1) @ vt).backward(torch.from_numpy(d_out))
+    vs_random = max(np.abs(mine_r[name] - t.grad.numpy()).max() for name, t in (("dQ", qt), ("dK", kt), ("dV", vt)))
+    assert max(vs_lib, vs_torch, vs_random) < ROUNDOFF
     _add(review, 46, BACKPROP,
-         "The note's NumPy code implements the four steps and prints arrays that match the hand derivation "
-         "to rounding.", "correct",
-         f"run unchanged, it prints {count(len(printed_numbers))} numbers, each equal to the one its comments "
-         f"state; all its arrays ($A$, $O$, $dA$, $dV$, $dS'$, $dS$, $dQ$, $dK$) match "
-         f"`lib.attention.attention_backward_steps` ({bound(vs_lib, ROUNDOFF)}) and $dQ$, $dK$, $dV$, $dS'$ "
-         f"match `torch.autograd` ({bound(vs_torch, ROUNDOFF)})", "attention-backward")
+         "A short NumPy program reproduces the hand derivation.", "correct",
+         f"its procedure, re-implemented (`backward_by_rows`), gives all {count(printed)} printed numbers; every "
+         f"array ($A$, $O$, $dA$, $dV$, $dS'$, $dS$, $dQ$, $dK$) matches `lib.attention.attention_backward_steps` "
+         f"({bound(vs_lib, ROUNDOFF)}), and $dQ$, $dK$, $dV$ match `torch.autograd` on the example and on random "
+         f"inputs ({bound(max(vs_torch, vs_random), ROUNDOFF)})", "attention-backward",
+         brief=f"all {count(printed)} numbers; autograd "
+               f"{bound(max(vs_torch, vs_random), ROUNDOFF)}")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -625,23 +641,24 @@ def crossover_algebra(review: Review) -> None:
     roots = sp.solve(sp.Eq(2 * n**2 * d, 8 * n * d**2), n)
     assert roots == [4 * d] and fl.crossover_length(4096) == 16_384
     _add(review, 84, COMPUTE,
-         "Setting $2n^2 d_\\text{model} = 8n\\,d_\\text{model}^2$ gives $n = 4d_\\text{model}$: 16,384 tokens for "
-         "$d_\\text{model} = 4096$.", "correct",
+         "Equating $2n^2 d$ and $8nd^2$ gives the crossover $n = 4d$.", "correct",
          f"sympy solves it to $n = {sp.latex(roots[0])}$ (for $n > 0$); `lib.flops.crossover_length(4096)` = "
-         f"{count(fl.crossover_length(4096))}, the same in FLOPs as in multiply-adds", "flops")
+         f"{count(fl.crossover_length(4096))}, the same in FLOPs as in multiply-adds", "flops",
+         brief="sympy: $n = 4d$; #{3} at $d$ = #{2}")
 
 
 def quadratic_term_overtakes(review: Review) -> None:
-    """Above roughly 16k tokens, attention's n^2 term overtakes the feed-forward block."""
+    """Past about 16k tokens the quadratic score term costs more than the FFN."""
     ratio = {n: fl.layer_flops(n, 4096, 32, 4 * 4096).scores / fl.layer_flops(n, 4096, 32, 4 * 4096).ffn
              for n in (8192, 16_384, 32_768)}
     assert ratio == {8192: 0.5, 16_384: 1.0, 32_768: 2.0}
     _add(review, 84, COMPUTE,
-         "Above roughly 16k tokens, attention's $n^2$ term overtakes the feed-forward block's per-token cost.",
+         "Beyond about 16k tokens attention's quadratic term outweighs the FFN.",
          "correct",
          "for the $n^2$ term ($QK^\\top$ and $AV$) as stated, with `lib.flops.layer_flops` at "
          "$d_\\text{model} = 4096$: scores / FFN = "
-         + ", ".join(f"{fixed(r, 1)} at $n$ = {count(n)}" for n, r in ratio.items()), "flops")
+         + ", ".join(f"{fixed(r, 1)} at $n$ = {count(n)}" for n, r in ratio.items()), "flops",
+         brief="scores/FFN = #{2}, #{4}, #{6} at #{3}, #{5}, #{7} tokens")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -655,11 +672,11 @@ def recomputation_is_quadratic(review: Review) -> None:
     with_cache = n * 2 * fl.matmul_flops(1, d, d)
     assert no_cache == with_cache * (n + 1) // 2
     _add(review, 88, KV,
-         "Without a cache, recomputing $K$ and $V$ for every earlier token at every decoding step is an "
-         "$O(n^2)$ waste.", "correct",
+         "Without a cache, recomputing past keys and values is quadratic waste.", "correct",
          f"the $K, V$ projections of $n$ steps cost $\\sum_{{t=1}}^n t = n(n+1)/2$ token-projections instead of "
          f"$n$: for $n$ = 2048, $d_\\text{{model}} = 4096$, {count(no_cache)} FLOPs per layer against "
-         f"{count(with_cache)}, {fixed(no_cache / with_cache, 1)} times more", "beyond")
+         f"{count(with_cache)}, {fixed(no_cache / with_cache, 1)} times more", "beyond",
+         brief="#{7} times more projection FLOPs at $n$ = #{3}")
 
 
 def cache_is_exact(review: Review) -> None:
@@ -675,10 +692,10 @@ def cache_is_exact(review: Review) -> None:
         v_cache = np.vstack([v_cache, x[t:t + 1] @ w_v])
         steps.append(att.attention(x[t:t + 1] @ w_q, k_cache, v_cache)[0])
     _add(review, 88, KV,
-         "Inference engines cache $K$ and $V$ once per layer and append only the new token's at each step.",
+         "Inference caches $K$ and $V$ per layer and appends the new token's.",
          "correct",
          f"decoding 12 tokens with an appended cache gives the causal attention computed in one pass: "
-         f"{agree(np.vstack(steps), full, ROUNDOFF)}", "beyond")
+         f"{agree(np.vstack(steps), full, ROUNDOFF)}", "beyond", brief="cached decoding equals one causal pass: < #{1}")
 
 
 def seven_b_shape(review: Review) -> None:
@@ -686,9 +703,9 @@ def seven_b_shape(review: Review) -> None:
     llama = load_config(FIXTURES / "Llama-2-7b-hf.config.json")
     n_params = sz.parameter_count(llama).total
     assert (llama.n_layers, llama.d_model, llama.n_heads) == (32, 4096, 32)
-    _add(review, 90, KV, "A 7B-class model has $L = 32$ layers and $d_\\text{model} = 4096$.", "correct",
+    _add(review, 90, KV, r"A 7B-class model has 32 layers and $d_\text{model} = 4096$.", "correct",
          f"Llama 2 7B's configuration: {llama.n_layers} layers, $d_\\text{{model}}$ = {llama.d_model}, "
-         f"{llama.n_heads} heads, {count(n_params)} parameters", "kv-cache")
+         f"{llama.n_heads} heads, {count(n_params)} parameters", "kv-cache", brief="Llama 2 7B: #{2} layers, #{3} wide")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -701,10 +718,10 @@ def heads_split_and_concatenate(review: Review) -> None:
     heads = mh.split_heads(x, 8)
     assert heads.shape == (8, 10, 64) and mh.merge_heads(heads).shape == (10, 512)
     _add(review, 94, BLOCK,
-         "MultiHead splits the model dimension into $h$ heads of $d_k = d_\\text{model}/h$ and concatenates "
-         "their outputs back to width $d_\\text{model}$.", "correct",
+         r"Heads split $d_\text{model}$ into $h$ parts of $d_\text{model}/h$ and rejoin them.", "correct",
          f"`lib.multihead.split_heads` turns (10, 512) into {heads.shape} for $h = 8$; `merge_heads` restores "
-         f"(10, 512), {agree(mh.merge_heads(heads), x, 0, exact=True)}", "multihead")
+         f"(10, 512), {agree(mh.merge_heads(heads), x, 0, exact=True)}", "multihead",
+         brief="(#{0}, #{1}) to (#{2}, #{3}, #{4}) and back exactly")
 
 
 def output_projection_missing(review: Review) -> None:
@@ -721,12 +738,12 @@ def output_projection_missing(review: Review) -> None:
     total, without_o = mh.param_count(d, h), mh.param_count(d, h) - (d * d + d)
     assert gap > 0.5 and total - without_o == total // 4
     _add(review, 94, BLOCK,
-         "The $h$ head outputs are concatenated back to width $d_\\text{model}$ and the result is added to the "
-         "block's input $x$ through the residual connection.", "wrong",
+         "Concatenated heads go straight into the residual sum.", "wrong",
          "the concatenation is multiplied by the output projection $W^O$ before the residual addition. "
          f"Left out, the sub-layer's output differs by up to {fixed(gap, 2)} ($d_\\text{{model}} = 512$, $h = 8$), "
          f"and the layer loses {count(total - without_o)} of its {count(total)} parameters "
-         f"({percent((total - without_o) / total, 0)})", "multihead")
+         f"({percent((total - without_o) / total, 0)})", "multihead",
+         brief="$W^O$ comes first: without it #{3} of #{4} parameters vanish")
 
 
 def residual_costs_nothing(review: Review) -> None:
@@ -735,10 +752,10 @@ def residual_costs_nothing(review: Review) -> None:
     residual = 2 * n * d  # two residual additions per layer, one FLOP per element each
     layer = fl.layer_flops(n, d, 32, 4 * d).total
     assert residual / layer < 1e-4
-    _add(review, 94, BLOCK, "The residual path \"costs nothing in FLOPs\".", "imprecise",
+    _add(review, 94, BLOCK, "The residual connection costs no FLOPs.", "imprecise",
          f"it costs one addition per element, $n\\,d_\\text{{model}}$ per sub-layer: {count(residual)} FLOPs per "
          f"layer at $n = 2048$, $d_\\text{{model}} = 4096$, negligible ({fixed(100 * residual / layer, 4)}% of the "
-         "layer's matrix products) but not zero", "flops")
+         "layer's matrix products) but not zero", "flops", brief="one add per element: #{0} FLOPs per layer, #{3}")
 
 
 def layernorm_negligible(review: Review) -> None:
@@ -750,12 +767,11 @@ def layernorm_negligible(review: Review) -> None:
     elementwise = layer_norms + 2 * n * d + softmax_work
     assert layer_norms / layer.total < 1e-3 and elementwise / layer.total < 0.01
     _add(review, 94, BLOCK,
-         "LayerNorm costs only $O(n\\,d_\\text{model})$ per layer, negligible next to the matrix products of "
-         "attention and the FFN, which dominate the block's compute.", "correct",
+         "LayerNorm's cost is negligible next to the matrix products.", "correct",
          "counting one FLOP per elementwise operation at $n = 2048$, $d_\\text{model} = 4096$, $h = 32$: the two "
          f"LayerNorms are {fixed(100 * layer_norms / layer.total, 3)}% of the layer's matrix-product FLOPs, and "
          f"all elementwise work with the residuals and the softmax {fixed(100 * elementwise / layer.total, 2)}%",
-         "flops")
+         "flops", brief="#{3} of the layer's matrix FLOPs")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -763,16 +779,16 @@ def layernorm_negligible(review: Review) -> None:
 # ---------------------------------------------------------------------------------------------------------------
 
 def exactly_one_regardless(review: Review) -> None:
-    """sqrt(d_k) keeps the pre-softmax logit variance at exactly 1 regardless of head dimension."""
+    """The scale fixes the logit variance across widths; it is 1 only for unit-variance inputs."""
     var = projected_variances()
     assert abs(var["nn.Linear"][1] - 1 / 9) < 0.01 and var["GPT-2"][1] < 0.1
     _add(review, 98, MISCONCEPTION,
-         "$\\sqrt{d_k}$ is the constant that keeps the pre-softmax logit variance \"at exactly 1 regardless of "
-         "head dimension\".", "assumption",
+         r"$\sqrt{d_k}$ keeps logit variance at exactly 1 whatever the head width.", "assumption",
          "it keeps the variance independent of $d_k$, but at 1 only for unit-variance query and key components, "
          "which this section does not restate: with `torch.nn.Linear`'s default initialisation the scaled logits "
          f"start at variance {fixed(var['nn.Linear'][1], 2)}, with GPT-2's at {fixed(var['GPT-2'][1], 2)} "
-         "($d_\\text{model} = 768$, $d_k = 64$)", "scaling")
+         "($d_\\text{model} = 768$, $d_k = 64$)", "scaling",
+         brief="1 only for unit-variance inputs: #{1} at init")
 
 
 def spread_at_1024(review: Review) -> None:
@@ -781,38 +797,37 @@ def spread_at_1024(review: Review) -> None:
     var, units, sds = st.logit_var, st.span.mean(), st.span_sd.mean()
     assert abs(var / 1024 - 1) < 0.02 and 6.3 < sds < 6.7 and abs(units / 32 - sds) < 0.1
     _add(review, 98, MISCONCEPTION,
-         "Unscaled with $d_k = 1024$, $\\operatorname{Var}(s) = 1024$, so a typical logit spread of \"roughly 32 "
-         "standard deviations\".", "imprecise",
+         "Unscaled at $d_k = 1024$, logits spread about 32 standard deviations.", "imprecise",
          f"the variance is right (measured {fixed(var / 1024, 2)}$\\times 1024$), but 32 is one standard deviation "
          f"in logit units; rows of {count(N_KEYS)} keys span {fixed(units, 0)} units, "
-         f"{fixed(sds, 1)} standard deviations", "scaling")
+         f"{fixed(sds, 1)} standard deviations", "scaling", brief="32 is one standard deviation; rows span #{5}")
 
 
 def saturation_at_1024(review: Review) -> None:
-    """Unscaled at d_k = 1024, softmax saturates almost everywhere into a near one-hot distribution."""
+    """Unscaled at d_k = 1024: the share of rows that come out nearly one-hot."""
     one_hot, _ = saturation(1024)
     mean_max = row_stats(1024).a_max.mean()
     assert 0.5 < one_hot < 0.7 and 0.9 < mean_max < 0.95
     _add(review, 98, MISCONCEPTION,
-         "With logits that spread, the softmax \"saturates almost everywhere\" into a near one-hot distribution "
-         "($d_k = 1024$, unscaled).", "imprecise",
+         "Unscaled at $d_k = 1024$ the softmax is one-hot nearly everywhere.", "imprecise",
          f"it saturates in most rows, not almost all: over {count(N_KEYS)} keys the largest weight exceeds 0.99 in "
-         f"{percent(one_hot, 0)} of rows (mean largest weight {fixed(mean_max, 2)})", "scaling")
+         f"{percent(one_hot, 0)} of rows (mean largest weight {fixed(mean_max, 2)})", "scaling",
+         brief="top weight above 0.99 in #{2} of rows")
 
 
 def one_hot_kills_gradient(review: Review) -> None:
-    """The softmax gradient a (da - sum a da) shrinks toward zero when a is close to one-hot."""
+    """Near a one-hot row the softmax backward a * (da - a.da) goes to zero, linearly in 1 - max a."""
     st = row_stats(1024)
     eps, jn = st.rest, st.jac
     row = st.least_saturated  # jacobian_norm against the explicit matrix, on one row
     assert abs(jacobian_norm(row[None])[0] - np.linalg.norm(np.diag(row) - np.outer(row, row))) < ROUNDOFF
     assert (jn <= 4 * eps * (1 + 1e-9)).all() and (jn >= st.a_max * eps * (1 - 1e-9)).all()
     _add(review, 98, MISCONCEPTION,
-         "The softmax gradient $a(da - \\sum a\\,da)$ shrinks toward zero when $a$ is close to one-hot "
-         "($a \\approx 0$ or $a \\approx 1$ makes each product tiny).", "correct",
+         "The softmax gradient shrinks to zero as a row nears one-hot.", "correct",
          "with $\\varepsilon = 1 - \\max_j a_j$, the Jacobian norm lies between $(1 - \\varepsilon)\\varepsilon$ "
          f"and $4\\varepsilon$, as it does in every one of {count(len(jn))} unscaled rows at $d_k = 1024$: it "
-         "vanishes linearly as the row becomes one-hot", "scaling")
+         "vanishes linearly as the row becomes one-hot", "scaling",
+         brief=r"norm between $(1-\varepsilon)\varepsilon$ and $4\varepsilon$ in all #{3} rows")
 
 
 def failure_grows_with_width(review: Review) -> None:
@@ -820,10 +835,10 @@ def failure_grows_with_width(review: Review) -> None:
     widths = (64, 128, 256, 1024)  # the widths the note names
     one_hot = [saturation(d_k)[0] for d_k in widths]
     assert all(b > a for a, b in zip(one_hot, one_hot[1:], strict=False))
-    _add(review, 98, MISCONCEPTION, "Without the scaling, this failure grows with the head dimension.", "correct",
+    _add(review, 98, MISCONCEPTION, "Without scaling, saturation worsens as heads widen.", "correct",
          "rows whose largest weight exceeds 0.99 (unscaled, " + f"{count(N_KEYS)} keys): "
          + ", ".join(f"{percent(f, 0)} at $d_k = {d_k}$" for d_k, f in zip(widths, one_hot, strict=True)),
-         "scaling")
+         "scaling", brief="rows above 0.99: #{2}, #{4}, #{6}, #{8} from $d_k$ = 64 to 1024")
 
 
 def production_head_widths(review: Review) -> None:
@@ -836,14 +851,13 @@ def production_head_widths(review: Review) -> None:
     assert head_dims == [64, 96, 128, 256] and widths[0] == 768 and widths[-1] > 4000
     assert all(m < 0.9 for m in scaled_max.values())
     _add(review, 98, MISCONCEPTION,
-         "This failure mode is \"exactly why\" production models pin $d_k$ near 64-128 and add heads instead: "
-         "$d_\\text{model}$ grows into the thousands, $d_k$ does not.", "imprecise",
+         "Saturation is why production models keep $d_k$ near 64-128 and add heads.", "imprecise",
          f"the pattern holds ($d_k$ in {{{', '.join(map(str, head_dims))}}} while $d_\\text{{model}}$ runs from "
          f"{widths[0]} to {widths[-1]} in eight published configurations, Gemma's 256 above the range given), "
          "but not the reason: every such model divides by $\\sqrt{d_k}$, and then the largest weight in "
          f"{count(ROWS)} rows of {count(N_KEYS)} keys is {fixed(scaled_max[64], 2)} at $d_k = 64$ and "
          f"{fixed(scaled_max[1024], 2)} at $d_k = 1024$: saturation sets no limit on a scaled head's width",
-         "scaling")
+         "scaling", brief="scaled heads do not saturate")
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -863,15 +877,14 @@ def dividing_by_d_k(review: Review) -> None:
     _, a_rescaled = att.attention(x @ (np.sqrt(d_k) * w_q), k, np.zeros((N_KEYS, 1)), scale=1 / d_k)
     assert abs(var_times_dk - 1) < 0.04 and a_dk.max(axis=1).mean() < 2 / N_KEYS
     _add(review, 113, "Worked answers, 1",
-         "Dividing by $d_k$ would give $\\operatorname{Var}(s/d_k) = 1/d_k$, over-flattening the softmax input "
-         "and \"destroying the model's ability to distinguish tokens\"; $\\sqrt{d_k}$ gives exactly 1.",
+         "Dividing by $d_k$ instead would flatten the softmax and stop the model telling tokens apart.",
          "imprecise",
          f"$1/d_k$ is right (measured $\\operatorname{{Var}}(s/d_k) \\cdot d_k$ = {fixed(var_times_dk, 2)} at "
          f"$d_k = 256$), and at initialisation the rows are near uniform (largest weight "
          f"{fixed(a_dk.max(axis=1).mean() * N_KEYS, 2)}$/n$ over $n$ = {count(N_KEYS)} keys). Nothing is "
          "destroyed: the factor is absorbed by $W_Q$, and $\\sqrt{d_k}\\,W_Q$ under $1/d_k$ is the standard head "
          f"({agree(a_rescaled, a_std, ROUNDOFF)}); the width dependence of the variance is the reason to prefer "
-         "$\\sqrt{d_k}$", "scaling")
+         "$\\sqrt{d_k}$", "scaling", brief="$W_Q$ absorbs the factor: same outputs (< #{6})")
 
 
 def sum_zero_algebra(review: Review) -> None:
@@ -884,11 +897,10 @@ def sum_zero_algebra(review: Review) -> None:
     assert sp.simplify(total - row_dot * (1 - sum(a))) == 0 and sp.simplify(factored + row_dot * (sum(a) - 1)) == 0
     assert sp.simplify(total.subs(a[2], 1 - a[0] - a[1])) == 0
     _add(review, 115, "Worked answers, 2",
-         "Summing $a_j(da_j - \\sum_k a_k da_k)$ over $j$ gives $\\sum_j a_j da_j - (\\sum_k a_k da_k)"
-         "(\\sum_j a_j) = 0$, since $\\sum_j a_j = 1$, for any $Q$, $K$, $V$.", "correct",
+         r"The zero row sum follows algebraically from $\sum_j a_j = 1$.", "correct",
          f"sympy, three logits: the sum factors as ${sp.latex(-row_dot)}$ times ${sp.latex(sum(a) - 1)}$, "
          "which is 0 once $a_3 = 1 - a_1 - a_2$",
-         "attention-backward")
+         "attention-backward", brief=r"sympy factors the sum with $\sum_j a_j - 1$")
 
 
 def cache_doubles(review: Review) -> None:
@@ -898,10 +910,10 @@ def cache_doubles(review: Review) -> None:
     total = sz.kv_cache_bytes(per_tok, 4096, sequences=200)
     assert per_seq == 2 * GiB and total == 400 * GiB and total == 2 * sz.kv_cache_bytes(per_tok, 2048, 200)
     _add(review, 117, "Worked answers, 3(a)",
-         "At 4096 tokens the KV cache is 512 KiB × 4096 = 2 GiB per sequence and 400 GiB for 200, exactly double "
-         "the 200 GiB at 2048: linear in the context length.", "correct",
+         "At 4096 tokens the cache doubles to 2 GiB per sequence, 400 GiB for 200.", "correct",
          f"`lib.sizing`: {count(per_tok / KiB)} KiB per token, {count(per_seq / GiB)} GiB per sequence, "
-         f"{count(total / GiB)} GiB for 200, exactly twice the figure at 2048 tokens", "kv-cache")
+         f"{count(total / GiB)} GiB for 200, exactly twice the figure at 2048 tokens", "kv-cache",
+         brief="#{1} GiB and #{2} GiB: linear in context")
 
 
 def ffn_doubles(review: Review) -> None:
@@ -909,10 +921,10 @@ def ffn_doubles(review: Review) -> None:
     before, after = (fl.layer_flops(n, 4096, 32, 4 * 4096).ffn for n in (2048, 4096))
     assert after == 2 * before
     _add(review, 117, "Worked answers, 3(c)",
-         "Feed-forward compute per layer is proportional to $n$, so doubling the context only doubles it.",
+         "FFN compute per layer grows linearly with context.",
          "correct",
          f"`lib.flops.layer_flops`: {count(before)} FLOPs at 2048 tokens, {count(after)} at 4096, a ratio of "
-         f"{count(after // before)}", "flops")
+         f"{count(after // before)}", "flops", brief="#{0} to #{2} FLOPs: x#{4}")
 
 
 def weights_do_not_change(review: Review) -> None:
@@ -921,10 +933,10 @@ def weights_do_not_change(review: Review) -> None:
     llama = sz.parameter_count(load_config(FIXTURES / "Llama-2-7b-hf.config.json")).total
     assert fixed(weights / GiB, 2) == "13.04"
     _add(review, 117, "Worked answers, 3(d)",
-         "Model weight memory (13.04 GiB) does not depend on the context length at all.", "correct",
+         "Weight memory does not depend on context length.", "correct",
          f"the weights are parameters × bytes: {fixed(weights / GiB, 2)} GiB for $7 \\times 10^9$ in fp16 at any "
          f"context ({fixed(sz.weight_bytes(llama, 'fp16') / GiB, 2)} GiB for Llama 2 7B's own count: see the "
-         "weights entry above)", "kv-cache")
+         "weights entry above)", "kv-cache", brief="#{0} GiB at any context (#{5} for Llama 2 7B)")
 
 
 def crossover_worked_answer(review: Review) -> None:
@@ -933,11 +945,10 @@ def crossover_worked_answer(review: Review) -> None:
     lhs, rhs = sp.simplify(2 * n**2 * d / (2 * n * d)), sp.simplify(8 * n * d**2 / (2 * n * d))
     assert lhs == n and rhs == 4 * d and rhs.subs(d, 4096) == 16_384
     _add(review, 119, "Worked answers, 4",
-         "Dividing $2n^2 d_\\text{model} = 8n\\,d_\\text{model}^2$ by $2n\\,d_\\text{model}$ gives "
-         "$n = 4d_\\text{model}$ = 16,384 tokens for $d_\\text{model} = 4096$.", "correct",
+         "Dividing both sides by $2nd$ gives $n = 4d$ = 16,384 at $d = 4096$.", "correct",
          f"sympy: the two sides become ${sp.latex(lhs)}$ and ${sp.latex(rhs)}$, and $4 \\times 4096$ = "
          f"{count(int(rhs.subs(d, 4096)))} (in multiply-adds, as the note counts; the crossover is the same in "
-         "FLOPs)", "flops")
+         "FLOPs)", "flops", brief="sympy; #{3}")
 
 
 def overflow_worked_answer(review: Review) -> None:
@@ -952,12 +963,12 @@ def overflow_worked_answer(review: Review) -> None:
     assert np.isinf(e_naive).all() and np.isnan(naive).all() and (shifted == [-2, 0]).all()
     assert [fixed(v, 4) for v in (e[0], e.sum(), stable[0], stable[1])] == ["0.1353", "1.1353", "0.1192", "0.8808"]
     _add(review, 121, "Worked answers, 5",
-         "$\\exp(1000)$ overflows float32 to inf and inf/inf gives nan; shifted by the maximum, the logits "
-         "become [-2, 0], the exponentials [0.1353, 1] with sum 1.1353, and the softmax [0.1192, 0.8808].",
+         "$e^{1000}$ overflows to inf and the ratio to NaN; shifted, the softmax is [0.1192, 0.8808].",
          "correct",
          f"in float32, $e^{{1000}}$ = {e_naive[0]} and the naive softmax gives {naive.tolist()}; shifted: "
          f"[{fixed(shifted[0], 0)}, {fixed(shifted[1], 0)}], exponentials [{fixed(e[0], 4)}, {fixed(e[1], 0)}], "
-         f"sum {fixed(e.sum(), 4)}, softmax [{fixed(stable[0], 4)}, {fixed(stable[1], 4)}]", "softmax")
+         f"sum {fixed(e.sum(), 4)}, softmax [{fixed(stable[0], 4)}, {fixed(stable[1], 4)}]", "softmax",
+         brief="float32: [nan, nan]; shifted: [#{7}, #{8}]")
 
 
 def int8_and_longer_context(review: Review) -> None:
@@ -969,11 +980,11 @@ def int8_and_longer_context(review: Review) -> None:
     scales = 200 * 4096 * 2 * 32 * 32 * 2  # one fp16 scale per head, token, layer, for K and for V
     assert per_tok == 256 * KiB and per_seq == GiB and total == fp16_2048 == 200 * GiB
     _add(review, 123, "Worked answers, 6",
-         "An int8 cache halves 512 KiB to 256 KiB per token; at 4096 tokens that is 1 GiB per sequence and "
-         "200 GiB for 200, exactly the fp16 figure at 2048 tokens.", "correct",
+         "int8 at 4096 tokens equals fp16 at 2048.", "correct",
          f"`lib.sizing`: {count(per_tok / KiB)} KiB per token, {count(per_seq / GiB)} GiB per sequence, "
          f"{count(total / GiB)} GiB in all, equal to the fp16 cache at 2048 tokens. A quantised cache that also "
-         f"stores one fp16 scale per head and token would add {percent(scales / total, 2)}", "kv-cache")
+         f"stores one fp16 scale per head and token would add {percent(scales / total, 2)}", "kv-cache",
+         brief="#{2} GiB for 200; scales add #{6}")
 
 
 def check(review: Review) -> None:
@@ -1001,7 +1012,7 @@ def check(review: Review) -> None:
     rows_sum_to_zero(review)
     jacobian_is_not_a_projection(review)
     gradients_of_q_and_k(review)
-    the_notes_code(review)
+    short_program(review)
     crossover_algebra(review)
     quadratic_term_overtakes(review)
     recomputation_is_quadratic(review)
