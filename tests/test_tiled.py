@@ -384,3 +384,39 @@ def test_cuda_matches_cpu():
     torch.testing.assert_close(out.cpu(), ref, rtol=0, atol=1e-12)
     out.sum().backward()
     assert qc.grad is not None and qc.grad.device.type == "cuda"
+
+
+# ---------------------------------------------------------------- the chapter's diagrams
+
+
+def test_tiled_forward_diagram_draws_one_value_per_tile():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lib.book import diagrams_tiled
+
+    s = np.array([0.5, -1.0, 2.0, 0.0, 3.0, 1.0, -2.0, 4.0, 0.1, 0.2])  # 3 tiles of 4 keys (the last has 2)
+    m, ell = [2.0, 3.0, 4.0], [1.5, 1.4, 1.2]
+    fig = diagrams_tiled.tiled_forward(s, 4, m, ell)
+    assert len(fig.axes) == 3
+    plt.close(fig)
+    with pytest.raises(ValueError, match="one value per tile"):
+        diagrams_tiled.tiled_forward(s, 4, m[:2], ell[:2])
+
+
+def test_layer_flops_diagram_stacks_shares():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lib.book import diagrams_tiled
+
+    steps = [("A", "$1$", "a"), ("x", "", ""), ("B", "$2$", "b")]
+    shares = {"1": {"a": 0.25, "b": 0.75}, "2": {"a": 0.5, "b": 0.5}}
+    fig = diagrams_tiled.layer_flops(steps, shares, {"a": "group a", "b": "group b"})
+    bars = fig.axes[1].patches
+    assert len(bars) == 4 and max(p.get_x() + p.get_width() for p in bars) == 1.0
+    plt.close(fig)

@@ -151,7 +151,7 @@ class TiledAttentionFunction(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, q, k, v, mask, sc, b, causal, lead):  # type: ignore[override]
+    def forward(ctx, q, k, v, mask, sc, b, causal, lead):
         out, lse = _forward(q, k, v, mask, sc, b, causal, lead)
         ctx.save_for_backward(q, k, v, out, lse)
         ctx.mask, ctx.args = mask, (sc, b, causal, lead)
@@ -159,7 +159,7 @@ class TiledAttentionFunction(torch.autograd.Function):
         return out, lse
 
     @staticmethod
-    def backward(ctx, d_out, _d_lse):  # type: ignore[override]
+    def backward(ctx, d_out, _d_lse):
         q, k, v, out, lse = ctx.saved_tensors
         if d_out is None:
             d_out = torch.zeros_like(out)
