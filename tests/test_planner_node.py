@@ -15,12 +15,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from lib.constants import BYTES_PER_DTYPE, GB, GiB
-from lib.planner.config import load_config
+from lib.planner.config import SUPPORTED_MODEL_TYPES, load_config
 from lib.sizing import model_kv_bytes_per_sequence, normalised, parameter_count, plan_gpus
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = shutil.which("node")
-FIXTURES = sorted((ROOT / "tests" / "fixtures").glob("*.config.json"))
+# the fixtures the hand-written readers read (the in-page calculator applies their normalised description)
+FIXTURES = sorted(f for f in (ROOT / "tests" / "fixtures").glob("*.config.json")
+                  if json.loads(f.read_text()).get("model_type") in SUPPORTED_MODEL_TYPES
+                  and f.name != "falcon-40b.config.json")  # read only after a check by transformers
 CONFIGS = [load_config(f) for f in FIXTURES]
 
 RUNNER = """
