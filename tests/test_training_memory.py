@@ -126,8 +126,8 @@ def test_llama_closed_form_equals_real_saved_tensors(model_type, attention, b):
 
 
 def test_full_checkpointing_keeps_layer_inputs():
-    model, s = _tiny("llama", "eager")
-    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    model, s = _tiny("llama", "eager", use_cache=False)
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
     ids = torch.randint(0, 97, (1, 48))
     counted = T.count_saved_bytes(lambda: model(input_ids=ids, labels=ids), model.parameters()).bytes
     parts = T.llama_activation_bytes(s, 1, 48, 2, "eager", checkpointing="full")
