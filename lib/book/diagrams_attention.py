@@ -2,6 +2,8 @@
 
 - :func:`attention_dataflow` -- one head as data flow: ``Q, K, V -> S = Q Kᵀ -> S' = S/√d_k -> mask ->
   A = softmax(S') -> O = A V``, each stage with the shape of what it produces. The notation chapter shows it.
+- :func:`computation_graph` -- the same head as a computational graph, each node with its forward value and
+  the gradient of the loss. The backward chapter shows it for its worked example.
 
 A diagram is a function of an ``Axes`` (so a chapter can place it) that returns the stages it drew, top to
 bottom, so a chapter can check that the picture and the equations name the same steps.
@@ -13,7 +15,15 @@ from typing import Any, NamedTuple
 
 from lib.book import figures
 
-__all__ = ["Stage", "ATTENTION_STAGES", "attention_dataflow"]
+__all__ = [
+    "ATTENTION_STAGES",
+    "GRAPH_EDGES",
+    "GRAPH_LAYOUT",
+    "Stage",
+    "attention_dataflow",
+    "attention_dataflow_figure",
+    "computation_graph",
+]
 
 
 class Stage(NamedTuple):
@@ -95,3 +105,70 @@ def attention_dataflow_figure(*, masked: bool = True):
     fig, ax = plt.subplots(figsize=(0.72 * figures.TEXT_WIDTH, 6.4 if masked else 5.4))
     drawn = attention_dataflow(ax, masked=masked)
     return fig, drawn
+
+
+def _matrix_text(m: Any) -> str:
+    import numpy as np
+
+    rows = np.atleast_2d(m)
+    return "\n".join("[" + " ".join(f"{x:+.4f}" for x in row) + "]" for row in rows)
+
+
+#: Where each node of the backward chapter's graph sits (x, y in inches) and its title.
+GRAPH_LAYOUT: dict[str, tuple[float, float, str]] = {
+    "Q": (0.8, 3.45, "$Q$"),
+    "K": (0.8, 2.1, "$K$"),
+    "S": (2.55, 3.45, r"$S = QK^\top$"),
+    "S'": (4.3, 3.45, r"$S' = S/\sqrt{d_k}$"),
+    "A": (6.05, 3.45, r"$A = \mathrm{softmax}(S')$"),
+    "V": (4.3, 2.1, "$V$"),
+    "O": (6.05, 0.75, "$O = AV$"),
+    "L": (0.8, 0.75, r"$\mathcal{L} = \sum O$"),
+}
+#: The edges of that graph, in the direction of the forward pass.
+GRAPH_EDGES: tuple[tuple[str, str], ...] = (
+    ("Q", "S"), ("K", "S"), ("S", "S'"), ("S'", "A"), ("A", "O"), ("V", "O"), ("O", "L"),
+)
+
+
+def computation_graph(ax: Any, values: dict[str, tuple[Any, Any]]) -> tuple[str, ...]:
+    """Draw one head's forward and backward pass as a computational graph on ``ax``.
+
+    ``values`` maps each node of :data:`GRAPH_LAYOUT` to ``(forward value, gradient of the loss)``; each box
+    shows its title, the forward value (blue) and the gradient (orange, the palette's vermilion), and the
+    arrows follow the forward pass. Returns the nodes drawn.
+    """
+    import numpy as np
+    from matplotlib.patches import FancyBboxPatch
+
+    missing = set(GRAPH_LAYOUT) - set(values)
+    if missing:
+        raise ValueError(f"values lacks the nodes {sorted(missing)}")
+    blue, red = figures.PALETTE[0], figures.PALETTE[3]
+    w, h_box = 1.5, 1.12
+    for node, (x, y, title) in GRAPH_LAYOUT.items():
+        value, grad = values[node]
+        ax.add_patch(FancyBboxPatch((x - w / 2, y - h_box / 2), w, h_box, boxstyle="round,pad=0.03",
+                                    fc="#f7f7f7", ec="0.3"))
+        rows = np.atleast_2d(value).shape[0]
+        ax.text(x, y + 0.38, title, ha="center", va="center", fontsize=10)
+        ax.text(x, y + 0.02, _matrix_text(value), ha="center", va="center", fontsize=9, color=blue,
+                family="monospace")
+        ax.text(x, y - 0.34 + 0.08 * (2 - rows), _matrix_text(grad), ha="center", va="center", fontsize=9,
+                color=red, family="monospace")
+
+    def anchor(node: str, toward: str) -> tuple[float, float]:
+        (x0, y0), (x1, y1) = GRAPH_LAYOUT[node][:2], GRAPH_LAYOUT[toward][:2]
+        dx, dy = x1 - x0, y1 - y0
+        t = min(w / 2 / abs(dx) if dx else float("inf"), h_box / 2 / abs(dy) if dy else float("inf"))
+        return x0 + t * dx, y0 + t * dy
+
+    for a, b in GRAPH_EDGES:
+        ax.annotate("", xy=anchor(b, a), xytext=anchor(a, b),
+                    arrowprops=dict(arrowstyle="-|>", color="0.35", lw=1.2, shrinkA=2, shrinkB=2))
+    ax.text(2.55, 2.1, "blue: forward value\norange: gradient of $\\mathcal{L}$", fontsize=9.5, ha="center",
+            va="center")
+    ax.set_xlim(0, figures.TEXT_WIDTH)
+    ax.set_ylim(0.1, 4.1)
+    ax.set_axis_off()
+    return tuple(GRAPH_LAYOUT)
