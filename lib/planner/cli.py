@@ -187,8 +187,15 @@ def engine_report(
                  " trained for it, and serving engines refuse it unless told otherwise"]
                 if isinstance(mpe, int) and context > mpe else [])
     kinds = {layer.kind for layer in em.layers}
-    attention = ("latent" if "latent" in kinds else "hybrid" if kinds & {"mamba", "linear_attention", "conv",
-                                                                         "hybrid"} else "per-layer")
+    heads, kv_heads = raw.get("num_attention_heads"), raw.get("num_key_value_heads", raw.get("num_attention_heads"))
+    if "latent" in kinds:
+        attention = "latent"
+    elif kinds & {"mamba", "linear_attention", "conv", "hybrid"}:
+        attention = "hybrid"
+    elif isinstance(heads, int) and isinstance(kv_heads, int) and heads > 0:
+        attention = ("multi-head" if kv_heads == heads else "multi-query" if kv_heads == 1 else "grouped-query")
+    else:
+        attention = "per-layer"
     return {
         "schema_version": SCHEMA_VERSION,
         "model": name or em.model_type,
