@@ -334,3 +334,24 @@ def test_bad_biases_get_clear_errors(mod):
     other = torch.zeros(5, 6) if mod is npa else np.zeros((5, 6))
     with pytest.raises(TypeError, match="bias must be a (NumPy array for the NumPy reference|torch.Tensor for lib.pt)"):
         mod.attention(*good, bias=other)
+
+
+def test_the_attention_diagram_draws_the_steps_of_the_forward_pass():
+    """lib.book.diagrams_attention draws Q, K, V -> S -> S' -> mask -> A -> O, the order of lib.attention."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from lib.book import diagrams_attention as da
+
+    fig, drawn = da.attention_dataflow_figure()
+    assert [s.key for s in drawn] == ["q", "k", "v", "s", "scale", "mask", "softmax", "out"]
+    plt.close(fig)
+    fig, drawn = da.attention_dataflow_figure(masked=False)
+    assert "mask" not in [s.key for s in drawn]
+    plt.close(fig)
+    fig, ax = plt.subplots()
+    with pytest.raises(ValueError, match="lacks the nodes"):
+        da.computation_graph(ax, {})
+    plt.close(fig)

@@ -254,3 +254,21 @@ def test_softmax_jacobian_norm_matches_the_explicit_matrix():
     assert nps.softmax_jacobian_norm(one_hot) == 0
     with pytest.raises(ValueError, match="axis"):
         nps.softmax_jacobian_norm(y, axis=2)
+
+
+@given(logits=arrays(np.float64, st.integers(2, 40), elements=st.floats(-30, 30)))
+def test_softmax_jacobian_norm_lies_between_zero_and_one_half(logits):
+    """||diag(a) - a aᵀ||_F is 0 for a one-hot row and at most 1/2 (two keys at 1/2 each): a uniform row,
+    at sqrt(n - 1)/n, is not the smallest (the scaling chapter's correction)."""
+    norm = float(nps.softmax_jacobian_norm(nps.softmax(logits)))
+    assert 0.0 <= norm <= 0.5 + 1e-12
+
+
+@pytest.mark.parametrize("n", [2, 3, 16, 1024])
+def test_softmax_jacobian_norm_of_one_hot_uniform_and_two_hot_rows(n):
+    one_hot, uniform, two_hot = np.eye(n)[0], np.full(n, 1 / n), np.eye(n)[:2].sum(0) / 2
+    assert nps.softmax_jacobian_norm(one_hot) == 0
+    assert abs(nps.softmax_jacobian_norm(uniform) - np.sqrt(n - 1) / n) < 1e-15
+    assert abs(nps.softmax_jacobian_norm(two_hot) - 0.5) < 1e-15
+    if n > 2:  # the uniform row's norm lies strictly between the one-hot row's and the maximum
+        assert 0 < nps.softmax_jacobian_norm(uniform) < 0.5
