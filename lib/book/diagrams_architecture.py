@@ -140,17 +140,18 @@ def multihead_split_concat(ax: Any = None, h: int = 4):
     """Multi-head attention as data flow: ``X`` is projected to ``Q, K, V``; column block ``i`` of each is
     head ``i``'s input; each head attends on its own; the ``h`` outputs are concatenated and multiplied by
     ``W_O``. Colours mark the heads."""
-    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 3.9, (-0.3, 12.6), (-0.9, 6.2))
+    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 3.9, (-0.6, 12.6), (-0.9, 6.2))
     heads = [_HEAD_COLORS[i % len(_HEAD_COLORS)] for i in range(h)]
-    _matrix(ax, 0.6, 2.7, 0.9, 2.2, [None], label="$X$\n$n \\times d_{\\mathrm{model}}$")
+    _matrix(ax, 0.0, 2.7, 0.9, 2.2, [None], label="$X$\n$n \\times d_{\\mathrm{model}}$")
     ys = {"Q": 5.0, "K": 2.7, "V": 0.4}
     widths = {"Q": 1.6, "K": 1.6, "V": 2.0}
+    w_label = {"Q": (1.0, 4.0, "right"), "K": (1.1, 2.95, "center"), "V": (1.0, 1.4, "right")}
     for name, y in ys.items():
-        _arrow(ax, (1.1, 2.7), (2.1, y), shrink=2)
-        ax.text(1.55, (2.7 + y) / 2 + (0.25 if y > 2.7 else -0.25 if y < 2.7 else 0.2), f"$W_{name}$",
-                fontsize=_FONT, ha="center", va="center")
+        _arrow(ax, (0.5, 2.7), (1.75, y))
+        lx, ly, ha = w_label[name]
+        ax.text(lx, ly, f"$W_{name}$", fontsize=_FONT, ha=ha, va="center")
+        ax.text(1.97, y, f"${name}$", ha="center", va="center", fontsize=_FONT + 1)
         _matrix(ax, 2.2 + widths[name] / 2, y, widths[name], 0.9, heads, label=None)
-        ax.text(2.2 + widths[name] / 2, y + 0.55, f"${name}$", ha="center", va="bottom", fontsize=_FONT + 1)
     ax.text(3.2, -0.55, "$h$ column blocks, $d_k$ wide ($V$: $d_v$)", ha="center", va="center",
             fontsize=_FONT - 0.5)
     x_att = 6.3
