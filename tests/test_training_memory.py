@@ -204,3 +204,104 @@ def test_korthikanti_and_published_estimators():
     assert T.accelerate_training_bytes(10**9) == 16e9
     with pytest.raises(ValueError, match="mfu"):
         T.gpu_hours(1e20, 1e15, 0)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# --train: lib.planner.train_cli
+# --------------------------------------------------------------------------------------------------------------
+
+import argparse  # noqa: E402
+
+from lib.planner.train_cli import TrainingInputError, add_train_arguments, training_report  # noqa: E402
+
+HYBRID = {"falcon_h1", "nemotron_h", "qwen3_next"}
+
+
+def _fixture_configs() -> dict[str, dict]:
+    out = {}
+    for path in sorted(FIXTURES.glob("*.config.json")):
+        cfg = json.loads(path.read_text())
+        out[path.name.removesuffix(".config.json")] = cfg
+    return out
+
+
+def _dense(cfg: dict) -> bool:
+    moe = any(cfg.get(k) for k in ("num_local_experts", "num_experts", "n_routed_experts"))
+    return not moe and cfg.get("model_type") not in HYBRID
+
+
+DENSE = [name for name, cfg in _fixture_configs().items() if _dense(cfg)]
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--context", type=int, default=4096)
+    ap.add_argument("--dtype", default="bf16")
+    add_train_arguments(ap)
+    return ap.parse_args(["--train", *argv])
+
+
+def test_dense_fixtures_are_present():
+    assert {"Llama-2-7b-hf", "Mistral-7B-v0.1", "Qwen2.5-7B-Instruct", "gpt2", "gemma-2-9b"} <= set(DENSE)
+
+
+@pytest.mark.parametrize("name", DENSE)
+def test_activation_bytes_within_one_percent_of_meta_count(name):
+    """--train's activation_bytes (eager, 2048 tokens, micro-batch 1, bf16) against autograd's saved bytes of
+    transformers' whole model on the meta device."""
+    cfg = _fixture_configs()[name]
+    report = training_report(cfg, _args("--context", "2048", "--attention", "eager"))
+    layers = cfg.get("num_hidden_layers") or cfg.get("n_layer")
+    counted = T.meta_saved(cfg, layers, 2048, 1, "bf16")["bytes"]
+    assert abs(report["activation_bytes"] - counted) <= 0.01 * counted
+    assert report["total_bytes_per_gpu"] == sum(report[k] for k in (
+        "weights_bytes", "gradients_bytes", "optimizer_bytes", "activation_bytes"))
+
+
+def test_training_report_llama_numbers():
+    cfg = _fixture_configs()["Llama-2-7b-hf"]
+    s = T.llama_shape(cfg)
+    r = training_report(cfg, _args("--context", "4096", "--micro-batch", "2"))  # flash by default
+    N = s.parameters()
+    assert (r["weights_bytes"], r["gradients_bytes"], r["optimizer_bytes"]) == (2 * N, 2 * N, 12 * N)
+    assert r["activation_bytes"] == T.llama_activation_bytes(s, 2, 4096, 2, "flash")["total"]
+    assert r["flops_per_token"] == 6 * s.matmul_parameters() + 6 * s.n_layers * 4096 * s.d
+    assert r["flops_per_step"] == r["flops_per_token"] * 2 * 4096
+    z = training_report(cfg, _args("--gpus", "8", "--zero", "3", "--tokens", "2e12", "--mfu", "0.5"))
+    assert (z["weights_bytes"], z["optimizer_bytes"]) == (-(-2 * N // 8), -(-12 * N // 8))
+    assert z["gpu_hours"] == pytest.approx(2e12 * z["flops_per_token"] / (989e12 * 0.5) / 3600)
+    assert z["parallelism"] == {"gpus": 8, "tp": 1, "pp": 1, "dp": 8, "zero": 3}
+
+
+def test_training_report_lora_and_quantized_base():
+    cfg = _fixture_configs()["Llama-2-7b-hf"]
+    s = T.llama_shape(cfg)
+    r = training_report(cfg, _args("--lora-rank", "16", "--dtype", "int4"))
+    n_lora = T.lora_parameters(s, 16, ("q_proj", "v_proj"))
+    assert r["trainable_parameters"] == n_lora
+    assert r["weights_bytes"] == s.parameters() // 2 + 2 * n_lora
+    assert (r["gradients_bytes"], r["optimizer_bytes"]) == (2 * n_lora, 12 * n_lora)
+    # on a family counted on the meta device, the adapted layers are found by name
+    g = training_report(_fixture_configs()["gemma-7b"], _args("--lora-rank", "8", "--lora-targets", "q_proj,o_proj"))
+    gc = _fixture_configs()["gemma-7b"]
+    q = gc["num_attention_heads"] * gc["head_dim"]
+    assert g["trainable_parameters"] == gc["num_hidden_layers"] * 8 * 2 * (gc["hidden_size"] + q)
+
+
+@pytest.mark.parametrize("argv,match", [
+    (("--gpus", "3", "--tp", "2"), "not a multiple"),
+    (("--dtype", "int4"), "cannot be trained"),
+    (("--lora-rank", "4", "--lora-targets", "nope"), "LoRA targets"),
+    (("--zero", "2", "--pp", "2", "--gpus", "4"), "pipeline"),
+])
+def test_training_report_refuses_bad_input(argv, match):
+    with pytest.raises(TrainingInputError, match=match):
+        training_report(_fixture_configs()["Llama-2-7b-hf"], _args(*argv))
+
+
+def test_training_options_refused_by_the_parser(capsys):
+    for argv in (("--mfu", "0"), ("--tokens", "lots"), ("--micro-batch", "0"), ("--zero", "4")):
+        with pytest.raises(SystemExit):
+            _args(*argv)
+    with pytest.raises(TrainingInputError, match="model_type"):
+        training_report({}, _args())

@@ -57,6 +57,8 @@ __all__ = [
     "llama_activation_bytes",
     "llama_checkpointed_bytes",
     "korthikanti_layer_bytes",
+    "meta_model",
+    "meta_saved",
     "meta_saved_bytes",
     "lora_parameters",
     "training_flops_per_token",
@@ -453,18 +455,57 @@ def korthikanti_layer_bytes(s: int, b: int, h: int, a: int) -> float:
 # Any transformers model, counted on the meta device
 # --------------------------------------------------------------------------------------------------------------
 
-def _meta_model(config: dict[str, Any], n_layers: int, attention: str, dtype: Any) -> Any:
+def _layers_key(config: dict[str, Any]) -> str:
+    for key in ("num_hidden_layers", "n_layer", "num_layers"):
+        if key in config:
+            return key
+    raise ValueError("config.json has no num_hidden_layers (nor n_layer, num_layers)")
+
+
+def meta_model(config: dict[str, Any], n_layers: int | None = None, attention: str = "eager",
+               dtype: Any = None) -> Any:
+    """transformers' causal-LM model for ``config`` built on the meta device (no memory), in training mode,
+    with ``n_layers`` layers (default: the config's), ``dtype`` a torch dtype (default bfloat16)."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
+    key = _layers_key(config)
     fields = {k: v for k, v in config.items() if k not in ("architectures", "transformers_version", "auto_map")}
-    fields["num_hidden_layers"] = n_layers
-    if "layer_types" in fields:
-        fields["layer_types"] = fields["layer_types"][:n_layers]
+    if n_layers is not None:
+        fields[key] = n_layers
+        for per_layer in ("layer_types",):
+            if isinstance(fields.get(per_layer), list):
+                fields[per_layer] = fields[per_layer][:n_layers]
     cfg = AutoConfig.for_model(**fields)
     with torch.device("meta"):
-        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype, attn_implementation=attention)
+        model = AutoModelForCausalLM.from_config(cfg, dtype=dtype or torch.bfloat16, attn_implementation=attention)
     return model.train()
+
+
+_DTYPES = {"bf16": "bfloat16", "fp16": "float16", "fp32": "float32"}
+
+
+def meta_saved(config: dict[str, Any], n_layers: int | None = None, n: int = 2048, b: int = 1,
+               dtype: str = "bf16", attention: str = "eager") -> dict[str, int]:
+    """One forward pass with labels of :func:`meta_model`, counted by :func:`count_saved_bytes`: ``bytes`` in
+    all and ``nxn``, the part held by tensors whose last two axes are ``(n, n)`` (attention's probabilities,
+    scores and masks)."""
+    import torch
+
+    if dtype not in _DTYPES:
+        raise ValueError(f"dtype must be one of {', '.join(_DTYPES)}, got {dtype!r}")
+    model = meta_model(config, n_layers, attention, getattr(torch, _DTYPES[dtype]))
+    ids = torch.zeros(b, n, dtype=torch.long, device="meta")
+    try:
+        saved = count_saved_bytes(lambda: model(input_ids=ids, labels=ids), model.parameters())
+    except RuntimeError as e:  # a model that inspects position ids for packed sequences calls .item(): pass
+        if "meta" not in str(e):  # an explicit all-ones mask instead (it changes nothing that is kept)
+            raise
+        mask = torch.ones(b, n, dtype=torch.long, device="meta")
+        saved = count_saved_bytes(lambda: model(input_ids=ids, labels=ids, attention_mask=mask),
+                                  model.parameters())
+    nxn = sum(nb for shape, _, nb, kind in saved.records if kind == "new" and tuple(shape[-2:]) == (n, n))
+    return {"bytes": saved.bytes, "nxn": nxn}
 
 
 def meta_saved_bytes(config: dict[str, Any], n: int = 2048, b: int = 1, attention: str = "eager",
@@ -476,19 +517,10 @@ def meta_saved_bytes(config: dict[str, Any], n: int = 2048, b: int = 1, attentio
     and the full model's are ``outside + L * per_layer`` (exact when every layer has the same shape, as in the
     dense families). Returns ``per_layer``, ``outside`` and ``total``.
     """
-    import torch
-
-    tdt = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}[dtype]
-    L = config["num_hidden_layers"]
-
-    def run(layers: int) -> int:
-        model = _meta_model(config, layers, attention, tdt)
-        ids = torch.zeros(b, n, dtype=torch.long, device="meta")
-        return count_saved_bytes(lambda: model(input_ids=ids, labels=ids), model.parameters()).bytes
-
+    L = config[_layers_key(config)]
     if n_layers is not None:
-        return {"total": run(n_layers)}
-    one, two = run(1), run(2)
+        return {"total": meta_saved(config, n_layers, n, b, dtype, attention)["bytes"]}
+    one, two = (meta_saved(config, k, n, b, dtype, attention)["bytes"] for k in (1, 2))
     per_layer = two - one
     return {"per_layer": per_layer, "outside": one - per_layer, "total": one - per_layer + L * per_layer}
 
