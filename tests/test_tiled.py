@@ -420,3 +420,16 @@ def test_layer_flops_diagram_stacks_shares():
     bars = fig.axes[1].patches
     assert len(bars) == 4 and max(p.get_x() + p.get_width() for p in bars) == 1.0
     plt.close(fig)
+
+
+def test_chapter_listing_of_the_function_shows_its_two_methods():
+    """The tiled chapter lists ``TiledAttentionFunction`` with ``:lines: 1,7-21`` (the docstring left out):
+    line 1 must be the class line, lines 7-21 exactly the two static methods."""
+    import inspect
+
+    lines = inspect.getsource(ptt.TiledAttentionFunction).splitlines()
+    assert lines[0].startswith("class TiledAttentionFunction(")
+    shown = lines[6:21]
+    assert shown[0].strip() == "@staticmethod" and shown[1].strip().startswith("def forward(")
+    assert shown[-1].strip() == "return dq, dk, dv, None, None, None, None, None" and len(lines) == 21
+    assert all(len(line) <= 76 for line in [lines[0], *shown])
