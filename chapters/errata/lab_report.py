@@ -324,7 +324,7 @@ def layernorm_per_token(review) -> None:
                rf"`lib.norms.layer_norm` on 4 tokens of width 8: each output row has mean 0 "
                rf"({agree(y.mean(axis=1), np.zeros(4), TOL, 'max |mean|')}); scaling one token by 100 leaves the "
                rf"other three outputs unchanged ({agree(y_changed[1:], y[1:], TOL)})", "layernorm-ffn",
-               brief="rescaling one token leaves the others")
+               brief="rescaling one token leaves the others unchanged")
 
 
 def layernorm_statistics(review) -> None:

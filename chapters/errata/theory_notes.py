@@ -229,7 +229,7 @@ def recurrence_bandwidth(review) -> None:
     ridge = 989e12 / 3.35e12  # H100 SXM data sheet: 989 TFLOP/s dense bf16, 3.35 TB/s of HBM3
     assert intensity < ridge / 4
     review.add(NOTE, 38, RECURRENCE,
-               "That sequential training leaves a GPU's memory bandwidth unused.",
+               "Sequential RNN training leaves a GPU's memory bandwidth unused.",
                "imprecise",
                rf"the resource is compute, not bandwidth. One step $h_{{t-1}}W_{{hh}}$ for a batch of {batch} "
                rf"($d = {d}$, bf16) does {count(step_flops)} FLOPs on {count(step_bytes)} bytes, "
