@@ -163,8 +163,8 @@ class TiledAttentionFunction(torch.autograd.Function):
         q, k, v, out, lse = ctx.saved_tensors
         if d_out is None:
             d_out = torch.zeros_like(out)
-        dq, dk, dv = _backward(q, k, v, out, lse, d_out, ctx.mask, *ctx.args)
-        return dq, dk, dv, None, None, None, None, None
+        grads = _backward(q, k, v, out, lse, d_out, ctx.mask, *ctx.args)
+        return (*grads, None, None, None, None, None)  # dq, dk, dv
 
 
 def tiled_attention(
