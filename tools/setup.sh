@@ -61,4 +61,17 @@ if [ "${1:-}" = "--test" ]; then
          "BOOK_SKIP_BROWSER=1 to skip the browser tests)" >&2
     exit 1
   fi
+  # The PDF test reads the book's PDF with poppler's pdftotext (pypdf's text extraction takes minutes on it).
+  if [ "${BOOK_SKIP_BROWSER:-0}" != "1" ] && ! command -v pdftotext >/dev/null 2>&1; then
+    if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then
+      echo "setup: installing Debian's poppler-utils with apt-get (pdftotext, for the PDF test)"
+      SUDO=""
+      [ "$(id -u)" = 0 ] || SUDO="sudo"
+      $SUDO apt-get update -qq
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq poppler-utils >/dev/null
+    else
+      echo "setup: no pdftotext (Debian: apt-get install poppler-utils); the PDF test needs it" >&2
+      exit 1
+    fi
+  fi
 fi
