@@ -305,3 +305,24 @@ def test_training_options_refused_by_the_parser(capsys):
             _args(*argv)
     with pytest.raises(TrainingInputError, match="model_type"):
         training_report({}, _args())
+
+
+def test_training_text_names_every_part():
+    from lib.planner.train_cli import training_text
+
+    r = training_report(_fixture_configs()["Mistral-7B-v0.1"], _args("--tokens", "1e12", "--gpus", "8", "--zero", "2"))
+    text = training_text(r)
+    for word in ("weights", "gradients", "optimizer", "activations", "GPU-hours", "ZeRO 2", "assumption"):
+        assert word in text
+    assert all(len(line) < 200 for line in text.splitlines())
+
+
+def test_moe_flops_count_the_routed_experts_a_token_uses():
+    cfg = _fixture_configs()["Mixtral-8x7B-v0.1"]
+    d, f, L, V, E, k = (cfg[key] for key in ("hidden_size", "intermediate_size", "num_hidden_layers",
+                                              "vocab_size", "num_local_experts", "num_experts_per_tok"))
+    kv = cfg["num_key_value_heads"] * d // cfg["num_attention_heads"]
+    per_layer = d * (d + 2 * kv) + d * d + k * 3 * d * f + d * E  # Q, K, V, O; k experts' SwiGLU; router
+    active = L * per_layer + V * d
+    r = training_report(cfg, _args("--context", "2048"))  # flash: the causal half of the attention term
+    assert r["flops_per_token"] == 6 * active + 6 * L * 2048 * d

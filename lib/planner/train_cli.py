@@ -22,7 +22,7 @@ from typing import Any
 
 from . import training as T
 
-__all__ = ["add_train_arguments", "training_report", "TrainingInputError", "TRAINING_KEYS"]
+__all__ = ["add_train_arguments", "training_report", "training_text", "TrainingInputError", "TRAINING_KEYS"]
 
 #: Keys of the ``training`` object, each with its meaning.
 TRAINING_KEYS = {
@@ -146,6 +146,26 @@ def _linear_shapes(model: Any) -> list[tuple[str, int, int]]:
     return out
 
 
+def _active_matmul_parameters(model: Any, linears: list[tuple[str, int, int]], config: dict[str, Any]) -> int:
+    """Parameters that multiply each token's activations: every linear map, and of a mixture of experts' routed
+    experts (stacked ``(E, ...)`` weights, or linear maps under ``.experts.``) the ``k`` of ``E`` a token uses."""
+    k = config.get("num_experts_per_tok") or config.get("experts_per_token") or 0
+    n_experts = (config.get("num_local_experts") or config.get("num_experts") or config.get("n_routed_experts")
+                 or 0)
+    total = 0.0
+    for name, i, o in linears:
+        routed = ".experts." in f".{name}." and n_experts and k
+        total += i * o * (k / n_experts if routed else 1)
+    for name, prm in model.named_parameters():
+        if prm.ndim == 3 and ".experts." in f".{name}" and k:
+            total += prm.numel() / prm.shape[0] * k
+    for mod in model.modules():  # routers that hold their (E, d) weight directly rather than in a linear map
+        kind = type(mod).__name__
+        if "Router" in kind or kind.endswith("Gate"):
+            total += sum(q.numel() for q in mod.parameters(recurse=False) if q.ndim == 2)
+    return int(round(total))
+
+
 def _check(args: Any) -> tuple[str, int, int, int, int, int]:
     dtype = _get(args, "dtype", "bf16")
     lora = _get(args, "lora_rank", None)
@@ -196,7 +216,7 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
         params = {id(q): q.numel() for q in model.parameters()}
         n_params = sum(params.values())
         linears = _linear_shapes(model)
-        n_matmul = sum(i * o for _, i, o in linears)
+        n_matmul = _active_matmul_parameters(model, linears, config)
         cfg = model.config
         L = config[_n_layers_key(config)]
         d = cfg.hidden_size
@@ -319,5 +339,32 @@ def _meta_activation_bytes(config: dict[str, Any], b: int, n: int, dtype: str, h
                            " CUDA's fused dropout keeps one byte per element")
     if config.get("num_local_experts") or config.get("num_experts") or config.get("n_routed_experts"):
         assumptions.append("mixture of experts: transformers' grouped expert kernel keeps b n k routed rows,"
-                           " whatever the spread of tokens over experts, so the count does not depend on routing")
+                           " whatever the spread of tokens over experts, so the count does not depend on routing;"
+                           " FLOPs count the k routed experts a token uses, shared experts and routers always")
     return {"per_layer": per_layer["bytes"], "outside": outside["bytes"], "assumptions": assumptions}
+
+
+def training_text(report: dict[str, Any]) -> str:
+    """The ``training`` object as the lines the planner prints (GB = 10^9 bytes, GiB = 2^30 bytes)."""
+    from ..constants import GB, GiB
+
+    def size(x: int) -> str:
+        return f"{x / GB:,.2f} GB ({x / GiB:,.2f} GiB)"
+
+    par = report["parallelism"]
+    lines = [
+        f"training, per GPU ({par['gpus']} GPUs: tp {par['tp']}, pp {par['pp']}, data parallel {par['dp']},"
+        f" ZeRO {par['zero']}):",
+        f"  weights      {size(report['weights_bytes'])}",
+        f"  gradients    {size(report['gradients_bytes'])}",
+        f"  optimizer    {size(report['optimizer_bytes'])}",
+        f"  activations  {size(report['activation_bytes'])}  [{report['activation_method']}]",
+        f"  total        {size(report['total_bytes_per_gpu'])}",
+        f"  trained parameters {report['trainable_parameters']:,} of {report['parameters']:,}",
+        f"  FLOPs per token {report['flops_per_token']:.4g}, per step {report['flops_per_step']:.4g}",
+    ]
+    if "gpu_hours" in report:
+        lines.append(f"  {report['tokens']:.4g} tokens: {report['gpu_hours']:,.0f} GPU-hours at MFU"
+                     f" {report['mfu']:g}")
+    lines += [f"  assumption: {a}" for a in report["assumptions"]]
+    return "\n".join(lines)
