@@ -56,7 +56,8 @@ def test_hand_readers_agree_with_the_engine(path: Path) -> None:
 def test_every_hand_family_and_at_least_the_newest_have_fixtures() -> None:
     types = {json.loads(f.read_text())["model_type"] for f in FILES}
     assert set(SUPPORTED_MODEL_TYPES) <= types
-    assert {"gpt_oss", "qwen3_next", "smollm3", "exaone4", "nemotron_h", "falcon_h1"} <= types
+    assert {"gpt_oss", "qwen3_next", "smollm3", "exaone4", "nemotron_h", "falcon_h1", "phi"} <= types
+    assert len(FILES) >= 28
 
 
 def test_layer_kinds_named() -> None:
