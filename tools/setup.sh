@@ -43,6 +43,16 @@ fi
 mkdir -p .venv/etc/ipython
 echo 'c.IPKernelApp.log_level = "ERROR"  # written by tools/setup.sh' > .venv/etc/ipython/ipython_kernel_config.py
 
+# JupyterLab (`.venv/bin/jupyter lab`) shows the glued numbers in the chapters' prose: jupyterlab-myst renders the
+# MyST but does not know myst-nb's glue, so _ext/book_jupyter.py's contents manager puts the stored values in.
+mkdir -p .venv/etc/jupyter
+cat > .venv/etc/jupyter/jupyter_server_config.py <<PYEOF
+# written by tools/setup.sh: the book's contents manager (_ext/book_jupyter.py) for .venv/bin/jupyter lab
+import sys
+sys.path.insert(0, "$(pwd)/_ext")
+c.ServerApp.contents_manager_class = "book_jupyter.BookContentsManager"
+PYEOF
+
 if [ "${1:-}" = "--test" ]; then
   if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
     echo "setup: BOOK_SKIP_BROWSER=1: no browser set up; the browser tests will be skipped"
