@@ -7,6 +7,7 @@ one step; ``FlopCounterMode`` for FLOPs.
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import torch
 import torch.nn.functional as F
 
 from lib.planner import training as T
+from lib.planner.train_cli import TrainingInputError, add_train_arguments, training_report
 from lib.pt.model import Seq2SeqTransformer, source_mask, target_mask
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -209,10 +211,6 @@ def test_korthikanti_and_published_estimators():
 # --------------------------------------------------------------------------------------------------------------
 # --train: lib.planner.train_cli
 # --------------------------------------------------------------------------------------------------------------
-
-import argparse  # noqa: E402
-
-from lib.planner.train_cli import TrainingInputError, add_train_arguments, training_report  # noqa: E402
 
 HYBRID = {"falcon_h1", "nemotron_h", "qwen3_next"}
 
