@@ -324,3 +324,16 @@ def test_moe_flops_count_the_routed_experts_a_token_uses():
     active = L * per_layer + V * d
     r = training_report(cfg, _args("--context", "2048"))  # flash: the causal half of the attention term
     assert r["flops_per_token"] == 6 * active + 6 * L * 2048 * d
+
+
+@pytest.mark.parametrize("name", ["Llama-2-7b-hf", "Mistral-7B-v0.1", "Qwen3-8B"])
+def test_meta_count_with_a_tiled_kernel_matches_the_closed_form(name):
+    """The planner's flash account for families without a closed form (the eager count with the n x n tensors
+    replaced by the row statistics, K and V unrepeated), tried on families that have one."""
+    from lib.planner.train_cli import meta_activation_bytes
+
+    cfg = _fixture_configs()[name]
+    s = T.llama_shape(cfg)
+    got = meta_activation_bytes(cfg, 1, 2048, "bf16", s.n_heads, "flash")
+    total = got["outside"] + s.n_layers * got["per_layer"]
+    assert total == T.llama_activation_bytes(s, 1, 2048, 2, "flash")["total"]

@@ -22,7 +22,8 @@ from typing import Any
 
 from . import training as T
 
-__all__ = ["add_train_arguments", "training_report", "training_text", "TrainingInputError", "TRAINING_KEYS"]
+__all__ = ["add_train_arguments", "training_report", "training_text", "meta_activation_bytes", "TrainingInputError",
+           "TRAINING_KEYS"]
 
 #: Keys of the ``training`` object, each with its meaning.
 TRAINING_KEYS = {
@@ -50,6 +51,8 @@ UNIFORM = {"llama", "mistral", "qwen2", "qwen3", "falcon", "gpt2", "gpt_bigcode"
            "gemma3_text", "olmo2", "phi3", "starcoder2", "mixtral", "exaone4"}
 HETEROGENEOUS_FIELDS = ("first_k_dense_replace", "mlp_only_layers", "hybrid_override_pattern", "layers_block_type",
                         "no_rope_layers", "moe_layer_freq")
+#: Families whose eager attention does not repeat K and V to every query head (their own MQA/GQA paths).
+NO_REPEAT_KV = {"falcon", "gpt_bigcode"}
 DEFAULT_PEAK_TFLOPS = 989.0  # NVIDIA H100 SXM, dense bf16 tensor cores (data sheet)
 
 
@@ -222,7 +225,7 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
         d = cfg.hidden_size
         heads = cfg.num_attention_heads
         attn_width = heads * (getattr(cfg, "head_dim", None) or d // heads)
-        counted = _meta_activation_bytes(config, b, n, dtype if dtype in ACT_BYTES else "bf16", heads, attention)
+        counted = meta_activation_bytes(config, b, n, dtype if dtype in ACT_BYTES else "bf16", heads, attention)
         layer_bytes, outside = counted["per_layer"], counted["outside"]
         method = "meta-device count"
         assumptions += counted["assumptions"]
@@ -307,7 +310,7 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
     return out
 
 
-def _meta_activation_bytes(config: dict[str, Any], b: int, n: int, dtype: str, heads: int,
+def meta_activation_bytes(config: dict[str, Any], b: int, n: int, dtype: str, heads: int,
                            attention: str) -> dict[str, Any]:
     """Per-layer and outside-the-layers bytes counted on the meta device (eager), with the ``n x n`` tensors
     replaced by a tiled kernel's row statistics for ``attention="flash"``."""
@@ -331,8 +334,15 @@ def _meta_activation_bytes(config: dict[str, Any], b: int, n: int, dtype: str, h
                                  f" {type(e).__name__}: {str(e).splitlines()[0][:160]}") from None
     if attention == "flash":
         per_layer = {"bytes": per_layer["bytes"] - per_layer["nxn"] + 4 * b * heads * n, "nxn": 0}
-        assumptions.append("flash: the n x n tensors autograd keeps in eager attention replaced by one fp32"
-                           " log-sum-exp per row and head (K and V kept as the eager path keeps them)")
+        note = ("flash: the n x n tensors autograd keeps in eager attention replaced by one fp32 log-sum-exp per"
+                " row and head")
+        kv_heads = config.get("num_key_value_heads")
+        head_dim = config.get("head_dim") or config.get("hidden_size", 0) // heads
+        if kv_heads and kv_heads < heads and mt not in NO_REPEAT_KV:
+            p = ACT_BYTES[dtype]  # eager keeps K and V repeated to every query head, a tiled kernel does not
+            per_layer["bytes"] -= 2 * p * b * n * (heads - kv_heads) * head_dim
+            note += f"; K and V kept for {kv_heads} key/value heads, not repeated to {heads}"
+        assumptions.append(note)
     drops = {k: v for k, v in config.items() if "dropout" in k or k.endswith("_pdrop")}
     if any(isinstance(v, (int, float)) and v > 0 for v in drops.values()):
         assumptions.append("dropout masks counted as PyTorch keeps them off the GPU (in the activations' dtype);"
