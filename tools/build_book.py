@@ -1,6 +1,7 @@
 """Build the HTML book: executing the chapters (``make book``) or rendering their stored outputs (``--strict``).
 
-``make book`` re-executes the chapters whenever their inputs changed. Jupyter Book 1.x keeps executed outputs
+``make book`` renders the chapters' stored outputs when every chapter's stored inputs digest is current (the
+numbers the tests checked and the PDF prints), and otherwise executes them. Jupyter Book 1.x keeps executed outputs
 in ``_build/.jupyter_cache``, keyed on a notebook's *code cells* only, and Sphinx re-reads a page only when
 its *source file* changed (its environment lives in ``_build/.doctrees``). An edit to ``lib/`` would therefore
 leave old outputs in the book twice over. This script hashes every input a chapter's outputs depend on besides
@@ -20,9 +21,10 @@ from its pip package into the built site: no CDN, no npm.
 **The book's code as one download.** After a successful build, the site gets ``book-code.zip`` (linked from the
 front page): one folder, ``transformer-book/``, holding ``lib/``, every chapter notebook of the table of
 contents with the files its code reads (``chapters/errata/``, the model configs under ``tests/fixtures/``: the
-same list ``tools/chapters.py`` hashes), ``requirements.txt``, ``requirements.lock``, ``README.md`` and
-``pyproject.toml``. Unpacked and set up as the README says (``python -m venv .venv``, ``pip install -r
-requirements.lock``, ``pip install -e .``), a chapter runs from that folder. ``tests/test_download.py`` unpacks
+same list ``tools/chapters.py`` hashes), ``requirements.txt``, ``requirements.lock``, ``README.md``,
+``pyproject.toml`` and ``_ext/book_jupyter.py`` (JupyterLab's glue fallback). Unpacked and set up as the
+README says (``python -m venv .venv``, ``pip install -r requirements.lock``, ``pip install -e .``), a chapter
+runs from that folder. ``tests/test_download.py`` unpacks
 it and executes a chapter there.
 
 Usage: ``python tools/build_book.py [--strict] [--output DIR]``. ``BOOK_WIDGETS=static`` is set for the
@@ -43,13 +45,14 @@ import nbformat
 import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from chapters import chapter_inputs, inputs_digest, toc_chapters  # noqa: E402  (tools/ is not a package)
+from chapters import chapter_inputs, inputs_digest, stale_report, toc_chapters  # noqa: E402  (tools/ is not a package)
 
 ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 DOWNLOAD = "book-code.zip"
 DOWNLOAD_FOLDER = "transformer-book"
-DOWNLOAD_TOP_FILES = ("README.md", "pyproject.toml", "requirements.txt", "requirements.lock")
+DOWNLOAD_TOP_FILES = ("README.md", "pyproject.toml", "requirements.txt", "requirements.lock",
+                      "_ext/book_jupyter.py")  # the last: JupyterLab shows the glued numbers (see the README)
 _NOT_SHIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis", ".ruff_cache"}
 
 
@@ -129,6 +132,13 @@ def main(argv: list[str] | None = None) -> int:
         config = stored_outputs_config(ROOT, path_output / "_config.yml")
         cmd = [jb, "build", str(ROOT), "--path-output", str(path_output), "--config", str(config),
                "-W", "-n", "--keep-going", "--all"]
+    elif not stale_report(toc_chapters(ROOT), ROOT):
+        # Every chapter's stored outputs are current: render them (no execution), so the HTML shows the numbers
+        # the tests checked and the PDF prints, rather than those of one more execution (timings differ).
+        path_output = (args.output or ROOT).resolve()
+        config = stored_outputs_config(ROOT, path_output / "_build" / "stored" / "_config.yml")
+        print("build_book: every chapter's stored outputs are current: rendering them (no execution)", flush=True)
+        cmd = [jb, "build", str(ROOT), "--path-output", str(path_output), "--config", str(config)]
     else:
         path_output = (args.output or ROOT).resolve()
         if clear_stale_outputs(path_output / "_build", inputs_digest(ROOT)):

@@ -184,9 +184,10 @@ PREPARE_JS = r"""
       page.append(label, title);
       anchors[0].before(page);
     } else {
-      const mark = document.createElement('span');
+      const mark = document.createElement('span');  // inside the first chapter: on its first page
       mark.id = partId;
-      anchors[0].before(mark);
+      const first = anchors[0].nextElementSibling;
+      if (first && first.tagName === 'SECTION') first.prepend(mark); else anchors[0].before(mark);
     }
     entries.push({level: 0, title: (part.numbered ? 'Part ' + roman[numeral - 1] + '. ' : '') + part.caption,
                   id: partId});  // unique by construction
