@@ -48,7 +48,8 @@ JSON_KEYS: dict[str, str] = {
     "model_type": "model_type as written in the config",
     "reader": "'hand-written' (NumPy only) or 'transformers' (the engine: the model built on the meta device)",
     "layers": "each layer's kind in one line, e.g. '24 layers: 12 window 128 (sinks), 12 full (sinks)'",
-    "family": "the reader used: model_type, or the family given with --assume-family",
+    "family": "the hand-written reader used (model_type, or the family given with --assume-family), or the"
+              " transformers config class the engine built",
     "attention": "multi-head, grouped-query, multi-query or latent",
     "assumptions": "list of strings: what was assumed rather than read (empty: the config was read exactly)",
     "notes": "list of strings: how a refused config was read after all (a hub type built as a registered one; fields"
