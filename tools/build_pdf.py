@@ -367,7 +367,9 @@ def print_pdf(site: Path, pdf: Path) -> None:
             options = {"format": "A4", "print_background": True, "display_header_footer": True,
                        "header_template": "<span></span>", "footer_template": FOOTER, "margin": MARGIN}
             pages: dict[str, int] = {}
-            for attempt in range(3):  # the numbers are three digits wide at most: the layout settles at once
+            # Filling in the numbers can rewrap a contents line and so move what follows: print until the pages
+            # the contents show are the pages the entries land on (two or three prints).
+            for attempt in range(5):
                 print(f"build_pdf: printing the body (pass {attempt + 1})", flush=True)
                 body = page.pdf(**options)
                 found = _destination_pages(body)
@@ -376,6 +378,8 @@ def print_pdf(site: Path, pdf: Path) -> None:
                     break
                 pages = found
                 page.evaluate(FILL_PAGES_JS, pages)
+            else:
+                raise SystemExit("build_pdf: the contents' page numbers did not settle after 5 prints")
             missing = [e["title"] for e in entries if e["id"] not in pages]
             if missing:
                 raise SystemExit(f"build_pdf: no page found for {len(missing)} contents entries: {missing[:5]}")
