@@ -84,7 +84,7 @@ nav.book-contents li.level-1 { font-weight: 600; margin-top: 0.35em; padding-lef
 nav.book-contents li.level-2 { font-size: 9.5pt; padding-left: 3.2em; color: #333; }
 figure, .cell_output img, table, mjx-container[display="true"], .admonition-title { break-inside: avoid; }
 h1, h2, h3, h4 { break-after: avoid; }
-figcaption, figcaption *, .caption, .caption-text { color: #222 !important; }
+figcaption, figcaption *, .caption, .caption-text { color: #222 !important; font-weight: 400 !important; }
 details { display: block; }
 details > summary { display: none !important; }
 .toggle-hidden, .dropdown .sd-summary-content { display: block !important; visibility: visible !important; }
