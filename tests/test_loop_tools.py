@@ -94,8 +94,9 @@ def test_nbval_queue_reads_the_other_machine_like_the_shell_does() -> None:
 
 def test_step_timer_reads_the_summary() -> None:
     tool = _tool("time_test")
-    text = "==> lint\nSummary:\n  PASS  set-up (91s)\n  FAIL  nbval (exit 1, 300s)\n  SKIP  browser (BOOK_SKIP...)\n"
+    text = "==> lint\nSummary:\n  PASS  set-up (91s)\n  FAIL  nbval (exit 1, 300s)\n  PASS  pdf-build (210s, alongside browser)\n  SKIP  browser (BOOK_SKIP...)\n"
     assert tool.parse_summary(text) == [
         {"step": "set-up", "status": "PASS", "seconds": 91},
         {"step": "nbval", "status": "FAIL", "seconds": 300},
+        {"step": "pdf-build", "status": "PASS", "seconds": 210},
     ]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The quick loop (`make check`, a few minutes): what catches most mistakes before the full `make test`.
 #
-#   lint, stale-outputs, prose-numbers, equations   as in make test (seconds)
+#   lint, stale-outputs, prose-numbers, equations, reader-layer   as in make test (seconds)
 #   lib-tests      pytest over the library on every core (the browser and PDF tests excluded)
 #   nbval          nbval, on this machine and on the simulated other one, of the chapters affected since BASE:
 #                  a chapter whose notebook changed, or one of whose inputs (tools/chapters.py deps) changed
@@ -33,6 +33,7 @@ step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
 step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
+step reader-layer "$PY" tools/check_reader_layer.py
 step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
 mapfile -t affected < <("$PY" tools/chapters.py affected --since "$BASE")
 if [ "${#affected[@]}" -eq 0 ]; then

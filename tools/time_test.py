@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STEP_RE = re.compile(r"^\s+(PASS|FAIL|SKIP)\s+(.+?)\s+\((?:exit \d+, )?(\d+)s\)\s*$")
+STEP_RE = re.compile(r"^\s+(PASS|FAIL|SKIP)\s+(.+?)\s+\((?:exit \d+, )?(\d+)s(?:, [^)]*)?\)\s*$")
 
 
 def parse_summary(text: str) -> list[dict]:
