@@ -249,3 +249,71 @@ def test_bad_input_in_a_real_process_has_no_traceback(tmp_path: Path) -> None:
     out = run(_write(tmp_path, _with({"num_key_value_heads": 5})))
     assert out.returncode == 2
     assert "Traceback" not in out.stderr and len(out.stderr.strip().splitlines()) == 1
+
+
+# --train: one training step's memory per GPU and FLOPs, in the same report
+
+
+def test_train_text_report() -> None:
+    out = run(str(LLAMA), "--train", "--context", "2048", "--micro-batch", "2", "--tokens", "2e12")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "serving plan" in text  # the serving report comes first, unchanged
+    training = text[text.index("training, per GPU (1 GPUs: tp 1, pp 1, data parallel 1, ZeRO 0):"):]
+    for part in ("weights", "gradients", "optimizer", "activations", "total"):
+        assert f"\n  {part} " in training, part
+    assert "[closed form]" in training and "trained parameters 6,738,415,616 of 6,738,415,616" in training
+    assert "2e+12 tokens:" in training and "GPU-hours at MFU 0.4" in training
+    assert "micro-batch 2 of 2048 tokens" in training  # --context is the sequence length
+
+
+def test_train_json_is_the_training_report(capsys: pytest.CaptureFixture[str]) -> None:
+    from lib.planner.cli import JSON_KEYS, _parser
+    from lib.planner.train_cli import TRAINING_KEYS, training_report
+
+    argv = [str(LLAMA), "--train", "--context", "4096", "--dtype", "fp16", "--gpus", "8", "--tp", "2", "--zero", "1",
+            "--json"]
+    assert main(argv) == 0
+    got = json.loads(capsys.readouterr().out)
+    want = training_report(json.loads(LLAMA.read_text()), _parser().parse_args(argv))
+    assert got["training"] == json.loads(json.dumps(want))
+    assert set(got) <= set(JSON_KEYS) and "training" in got
+    assert set(got["training"]) - {"tokens", "mfu", "peak_flops_per_gpu"} == set(TRAINING_KEYS) - {"gpu_hours"}
+    t = got["training"]
+    assert t["parallelism"] == {"gpus": 8, "tp": 2, "pp": 1, "dp": 4, "zero": 1}
+    assert t["total_bytes_per_gpu"] == sum(t[k] for k in ("weights_bytes", "gradients_bytes", "optimizer_bytes",
+                                                          "activation_bytes"))
+    assert t["weights_bytes"] == t["parameters"]  # 2 bytes (fp16) per parameter, halved by tensor parallelism 2
+    assert got["workload"]["dtype"] == "fp16"
+    assert main([str(LLAMA), "--json"]) == 0 and "training" not in json.loads(capsys.readouterr().out)
+
+
+TRAIN_BAD = [
+    ("quantised without LoRA", ["--dtype", "int8"], "error: --dtype int8 cannot be trained"),
+    ("gpus vs tp x pp", ["--gpus", "3", "--tp", "2"], "error: --gpus 3 is not a multiple of --tp 2 x --pp 1"),
+    ("zero with pipeline", ["--zero", "2", "--pp", "2", "--gpus", "4"], "error: --zero 2 with pipeline"),
+    ("unknown lora target", ["--lora-rank", "8", "--lora-targets", "qkv"], "error: --lora-targets: LoRA targets"),
+    ("unknown optimizer", ["--optimizer", "adam"], "error: argument --optimizer: invalid choice: 'adam'"),
+    ("zero micro-batch", ["--micro-batch", "0"], "error: argument --micro-batch: expected a positive integer"),
+    ("mfu above one", ["--mfu", "1.5"], "error: argument --mfu: expected a number in (0, 1]"),
+    ("tokens not a number", ["--tokens", "lots"], "error: argument --tokens: expected a number of tokens"),
+]
+
+
+@pytest.mark.parametrize("label, args, message", TRAIN_BAD, ids=[b[0] for b in TRAIN_BAD])
+def test_train_bad_option_one_line_exit_2(capsys: pytest.CaptureFixture[str], label, args, message) -> None:
+    with pytest.raises(SystemExit) as exc:
+        raise SystemExit(main([str(LLAMA), "--train", *args]))
+    assert exc.value.code == 2, label
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(message), captured.err
+
+
+def test_train_bad_option_in_a_real_process_has_no_traceback() -> None:
+    out = run(str(LLAMA), "--train", "--dtype", "int4")
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines() == [
+        "error: --dtype int4 cannot be trained: use bf16, fp16 or fp32 (a frozen base in fp8, int8, int4 needs"
+        " --lora-rank)"]

@@ -33,6 +33,7 @@ from .counts import parameter_count
 from .flops import forward_flops, model_crossover_length
 from .gpus import ALIASES, GPUS, gpu
 from .serving import VLLM_VERSION, ServingAssumptions, activation_peak_bytes, plan_gpus, serving_plan
+from .train_cli import TRAINING_KEYS, TrainingInputError, add_train_arguments, training_report, training_text
 from .units import as_count, bytes_per_element, format_bytes, parse_bytes
 
 __all__ = ["SCHEMA_VERSION", "JSON_KEYS", "read_model", "report", "engine_report", "format_report", "normalised",
@@ -77,6 +78,8 @@ JSON_KEYS: dict[str, str] = {
                " sequences_per_replica, usable_bytes_per_gpu, weight_bytes_per_gpu, kv_bytes_per_gpu,"
                " overhead_bytes_per_gpu, naive_gpus; null for a model read by transformers only, whose tensor-parallel"
                " layout the planner does not derive), naive_gpus",
+    "training": "only with --train: one training step's memory per GPU and FLOPs (keys: TRAINING_KEYS in"
+                " lib.planner.train_cli: " + ", ".join(TRAINING_KEYS) + ")",
 }
 
 
@@ -481,11 +484,16 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--max-tp", type=_positive_int, default=64, help="largest tensor-parallel degree tried")
     ap.add_argument("--max-pp", type=_positive_int, default=8, help="most pipeline stages tried")
     ap.add_argument("--json", action="store_true", help=f"print JSON (schema_version {SCHEMA_VERSION}) instead of text")
+    add_train_arguments(ap)
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m lib.sizing CONFIG.json [options]`` (``--help`` lists them with their defaults).
+
+    With ``--train`` the report also carries one training step's memory per GPU and FLOPs (JSON key
+    ``training``, :func:`lib.planner.train_cli.training_report`; ``--context`` is the sequence length, ``--dtype``
+    the format of weights and activations).
 
     Prints the report (or JSON) and returns 0; on bad input, an unsupported ``model_type`` or an unread
     count-changing field prints one line ``error: ...`` to stderr and returns 2 (no traceback).
@@ -514,10 +522,19 @@ def main(argv: list[str] | None = None) -> int:
             r = engine_report(em, raw, name=model_name(Path(args.config), raw), context=args.context,
                               users=args.users, gpu_memory_bytes=memory, gpu_name=name, dtype=args.dtype,
                               kv_dtype=args.kv_dtype, engine=engine, notes=notes)
+        if args.train:
+            r["training"] = training_report(json.loads(Path(args.config).read_text(encoding="utf-8")), args)
+    except TrainingInputError as err:
+        text = str(err)
+        sys.stderr.write(f"error: {text if text.startswith('--') else '--train: ' + text}\n")
+        return 2
     except (ConfigError, ValueError, TypeError) as err:
         sys.stderr.write(f"error: {err}\n")
         return 2
-    sys.stdout.write((json.dumps(r, indent=2) if args.json else format_report(r)) + "\n")
+    text = json.dumps(r, indent=2) if args.json else format_report(r)
+    if args.train and not args.json:
+        text += "\n" + training_text(r["training"])
+    sys.stdout.write(text + "\n")
     return 0
 
 

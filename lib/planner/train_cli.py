@@ -94,27 +94,27 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     """Add the training options (a group headed ``training``) to the planner's ``parser``."""
     g = parser.add_argument_group("training (--train)", "memory per GPU and compute of one training step;"
                                   " --context is the sequence length, --dtype the weights' and activations' format")
-    g.add_argument("--train", action="store_true", help="plan a training step instead of serving")
-    g.add_argument("--micro-batch", type=_positive_int, default=1, help="sequences per GPU per step (default 1)")
+    g.add_argument("--train", action="store_true", help="also plan one training step: memory per GPU and FLOPs")
+    g.add_argument("--micro-batch", type=_positive_int, default=1, help="sequences per GPU per step")
     g.add_argument("--optimizer", choices=OPTIMIZERS, default="adamw",
                    help="adamw: bf16 weights and gradients, fp32 master, m, v (16 B/param); adamw8bit: m and v"
-                        " in 8 bits, blockwise; sgd: momentum (default adamw)")
+                        " in 8 bits, blockwise; sgd: momentum")
     g.add_argument("--attention", choices=("eager", "flash"), default="flash",
-                   help="eager keeps the n x n probabilities; flash a tiled kernel's row statistics (default flash)")
+                   help="eager keeps the n x n probabilities; flash a tiled kernel's row statistics")
     g.add_argument("--checkpointing", choices=("none", "full"), default="none",
-                   help="full: keep each layer's input, recompute its forward pass in the backward (default none)")
+                   help="full: keep each layer's input, recompute its forward pass in the backward")
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0,
-                   help="ZeRO stage over the data-parallel GPUs: 1 optimizer, 2 + gradients, 3 + weights (default 0)")
-    g.add_argument("--gpus", type=_positive_int, default=1, help="GPUs in all (= tp x pp x data parallel; default 1)")
-    g.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel degree (default 1)")
-    g.add_argument("--pp", type=_positive_int, default=1, help="pipeline-parallel degree (default 1)")
+                   help="ZeRO stage over the data-parallel GPUs: 1 optimizer, 2 + gradients, 3 + weights")
+    g.add_argument("--gpus", type=_positive_int, default=1, help="GPUs in all (= tp x pp x data parallel)")
+    g.add_argument("--tp", type=_positive_int, default=1, help="tensor-parallel degree")
+    g.add_argument("--pp", type=_positive_int, default=1, help="pipeline-parallel degree")
     g.add_argument("--lora-rank", type=_positive_int, default=None, help="train a LoRA adapter of this rank")
     g.add_argument("--lora-targets", default="q_proj,v_proj",
-                   help="comma-separated linear layers to adapt (default q_proj,v_proj)")
+                   help="comma-separated linear layers to adapt")
     g.add_argument("--tokens", type=_tokens, default=None, help="training tokens, for GPU-hours (e.g. 2e12)")
-    g.add_argument("--mfu", type=_fraction, default=0.4, help="model-FLOPs utilisation for GPU-hours (default 0.4)")
+    g.add_argument("--mfu", type=_fraction, default=0.4, help="model-FLOPs utilisation for GPU-hours")
     g.add_argument("--peak-tflops", type=float, default=DEFAULT_PEAK_TFLOPS,
-                   help=f"peak dense TFLOP/s per GPU for GPU-hours (default {DEFAULT_PEAK_TFLOPS:g}, H100 bf16)")
+                   help="peak dense TFLOP/s per GPU for GPU-hours; the default is an H100 SXM's in bf16")
     return parser
 
 
@@ -181,8 +181,8 @@ def _check(args: Any) -> tuple[str, int, int, int, int, int]:
         raise TrainingInputError(f"--gpus {gpus} is not a multiple of --tp {tp} x --pp {pp}")
     zero = _get(args, "zero", 0)
     if zero and pp > 1 and zero > 1:
-        raise TrainingInputError(f"ZeRO stage {zero} with pipeline parallelism (--pp {pp}) is not planned:"
-                                 " DeepSpeed allows only stage 0 or 1 with pipelines")
+        raise TrainingInputError(f"--zero {zero} with pipeline parallelism (--pp {pp}) is not planned:"
+                                 " DeepSpeed allows only ZeRO stage 0 or 1 with pipelines")
     n = _get(args, "context", 4096)
     return dtype, gpus, tp, pp, gpus // (tp * pp), n
 
@@ -248,7 +248,7 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
             try:
                 trainable = T.lora_parameters(shape, rank, targets)
             except ValueError as e:
-                raise TrainingInputError(str(e)) from None
+                raise TrainingInputError(f"--lora-targets: {e}") from None
         else:
             hit = [(i, o) for name, i, o in linears if name.rsplit(".", 1)[-1] in set(targets)]
             if not hit:
