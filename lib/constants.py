@@ -12,7 +12,7 @@ Mask convention
 Units
     ``GB = 10**9`` bytes (decimal, as disks and most data sheets count) and ``GiB = 2**30`` bytes (binary, as
     ``nvidia-smi`` and most allocators report). The book never writes one for the other. A GPU's "80 GB" of HBM
-    is a label, not a decimal size: an H100 reports 81,559 MiB (see :mod:`lib.gpus`).
+    is a label, not a decimal size: an H100 reports 81,559 MiB (see :mod:`lib.planner.gpus`).
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Both are NumPy references for self-attention over one sequence (leading batch/he
 
 **Sliding window** (Beltagy et al. 2020 for the symmetric window; Jiang et al. 2023 for the causal one used
 here): query :math:`i` attends to the ``window`` most recent keys, :math:`i - w < j \le i`, the keys a
-rolling cache of ``window`` tokens holds (:func:`lib.kv_cache.cached_tokens`). Exact softmax attention
+rolling cache of ``window`` tokens holds (:func:`lib.planner.cache.cached_tokens`). Exact softmax attention
 restricted to a band; only the band's scores are formed, :func:`sliding_window_pairs` of them.
 
 **Linear attention** (Katharopoulos, Vyas, Pappas and Fleuret 2020): replace :math:`e^{q \cdot k}` by

@@ -1017,7 +1017,7 @@ def parameter_counts(review: Review) -> None:
         NOTE, 240, "Conclusion",
         "Large language models have billions to hundreds of billions of parameters.",
         "correct",
-        f"counted from their configurations (`lib.params`): Llama 2 7B has {count(counts['Llama-2-7b-hf'])}, "
+        f"counted from their configurations (`lib.planner.counts`): Llama 2 7B has {count(counts['Llama-2-7b-hf'])}, "
         f"DeepSeek-V3 {count(counts['DeepSeek-V3'])}",
         "capacity-planner", brief="Llama 2 7B #{2}; DeepSeek-V3 #{4}",
     )

@@ -294,7 +294,7 @@ def real_head_widths(review: Review) -> None:
     assert {64, 128, 256} <= set(widths.values())
     listed = ", ".join(f"{name} {d}" for name, d in widths.items())
     _add(review, 15, SCALING, "Real heads have $d_k$ of 64, 128 or 256.",
-         "correct", f"`head_dim` read from the published configurations by `lib.model_config`: {listed}",
+         "correct", f"`head_dim` read from the published configurations by `lib.planner.config`: {listed}",
          "capacity-planner", brief="published configurations: 64, 96, 128 and 256")
 
 

@@ -398,7 +398,7 @@ def format_report(r: dict[str, Any]) -> str:
 
 def planner_html(presets: dict[str, ModelConfig], element_id: str = "planner-app") -> str:
     """HTML for the in-page calculator: a ``<div>`` carrying the presets' normalised descriptions
-    (:func:`normalised`) and ``BYTES_PER_DTYPE`` as JSON, then ``lib/web/planner.js`` inline (no kernel, no
+    (:func:`normalised`) and ``BYTES_PER_DTYPE`` as JSON, then ``lib/planner/web/planner.js`` inline (no kernel, no
     network). The script applies only the generic formulas; tests/test_planner_node.py checks it against
     :mod:`lib.sizing` under Node, tests/browser/test_planner.py in Chromium."""
     if not presets:
