@@ -416,7 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--since", default="HEAD", metavar="REV",
                     help="affected: chapters changed, or with an input changed, since git revision REV "
                          "(default HEAD: the uncommitted changes)")
-    args = ap.parse_args(argv)
+    args = ap.parse_intermixed_args(argv)  # `execute -j 2 chapters/a.ipynb chapters/b.ipynb` as check prints it
     if args.jobs < 1:
         ap.error(f"--jobs must be at least 1, got {args.jobs}")
     paths = [p.resolve() for p in args.notebooks] or toc_chapters()
