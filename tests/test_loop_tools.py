@@ -92,9 +92,20 @@ def test_nbval_queue_reads_the_other_machine_like_the_shell_does() -> None:
     assert tool.job_env("other", False)["ATEN_CPU_CAPABILITY"] == env["ATEN_CPU_CAPABILITY"]
 
 
+def test_chapters_options_may_follow_the_notebooks() -> None:
+    """`execute -j 2 chapters/a.ipynb ...`, the command `check` prints, parses (options after the command)."""
+    tool = _tool("chapters")
+    nb = str(ROOT / "chapters" / "notation.ipynb")
+    assert tool.main(["deps", "-j", "2", nb]) == 0
+    assert tool.main(["deps", nb, "-j", "2"]) == 0
+    with pytest.raises(SystemExit):
+        tool.main(["execute", "-j", "0", nb])
+
+
 def test_step_timer_reads_the_summary() -> None:
     tool = _tool("time_test")
-    text = "==> lint\nSummary:\n  PASS  set-up (91s)\n  FAIL  nbval (exit 1, 300s)\n  PASS  pdf-build (210s, alongside browser)\n  SKIP  browser (BOOK_SKIP...)\n"
+    text = ("==> lint\nSummary:\n  PASS  set-up (91s)\n  FAIL  nbval (exit 1, 300s)\n"
+            "  PASS  pdf-build (210s, alongside browser)\n  SKIP  browser (BOOK_SKIP...)\n")
     assert tool.parse_summary(text) == [
         {"step": "set-up", "status": "PASS", "seconds": 91},
         {"step": "nbval", "status": "FAIL", "seconds": 300},
