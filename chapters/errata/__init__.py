@@ -49,6 +49,7 @@ CHAPTERS = {  # the label that starts each chapter, e.g. (softmax)= in chapters/
     "multihead": "multihead", "positional": "positional", "layernorm-ffn": "layernorm_ffn", "blocks": "blocks",
     "training": "training", "flops": "flops", "kv-cache": "kv_cache", "capacity-planner": "capacity_planner",
     "tiled-attention": "tiled_attention", "beyond": "beyond",
+    "train-memory": "train_memory",
 }
 CHAPTER_LABELS = frozenset(CHAPTERS)
 MAX_SAYS = 160  # characters: a claim is paraphrased in one short sentence

@@ -388,12 +388,12 @@ def dot_product_variance(review: Review) -> None:
     assert abs(ratio - 1) < 0.05
     review.add(
         NOTE, 86, "4.3 Scaling",
-        r"Each product has variance 1, so $q \cdot k$ has variance $d_k$.",
+        r"For unit-variance independent entries, each product has variance 1, so $q \cdot k$ has variance $d_k$.",
         "correct",
         f"sympy: $E[(q_i k_i)^2]$ = {second_moment}, $\\operatorname{{Var}}(q_i k_i)$ = {var_term}; the $d_k$ terms "
         "are independent, so their variances add. Measured for $d_k$ = 64 over "
         f"{count(pairs)} pairs: $\\operatorname{{Var}}(q\\cdot k)/d_k$ = {fixed(ratio, 2)}",
-        "scaling", brief=r"sympy; measured $\operatorname{Var}/d_k$ = #{5}",
+        "scaling", brief=r"sympy; measured $\operatorname{Var}(s)/d_k$ = #{5}",
     )
 
 
@@ -739,11 +739,12 @@ def layer_norm_batch_independent(review: Review) -> None:
     review.add(
         NOTE, 144, "7.2 Layer normalization",
         "LayerNorm makes training stable at any batch size.",
-        "correct",
+        "imprecise",
+        "it makes each output independent of the batch, which is not the same as stable training: "
         f"a sentence's LayerNorm output is the same alone and in a batch of 32 ({agree(alone, in_32, 1e-12)}). "
         "BatchNorm's depends on the companions: for the same sentence in two random batches it differs by up to "
         f"{fixed(bn[2], 2)} with batch size 2 and {fixed(bn[32], 2)} with 32",
-        "layernorm-ffn", brief="same output alone and batched; BatchNorm differs by #{2} at batch 2",
+        "layernorm-ffn", brief="batch-independent, not stable by itself; BatchNorm differs by #{2} at batch 2",
     )
 
 

@@ -246,7 +246,7 @@ def scale_is_necessary(review) -> None:
     folded, _ = att.attention(x @ (w_q / np.sqrt(64)), x @ w_k, x @ w_v, scale=1.0)  # no scale; W_Q made smaller
     review.add(NOTE, 57, STABILITY,
                r"The variance argument makes $\sqrt{d_k}$ mathematically required.",
-               "assumption",
+               "wrong",
                rf"it proves that under the stated assumptions $\operatorname{{Var}}(c\, q \cdot k) = c^2 d_k$ is 1 "
                rf"only for $c = {sp.latex(unit_variance[0])}$ (sympy): the scale that gives unit variance, not a "
                rf"necessity. Attention with no scale and $W_Q$ divided by $\sqrt{{d_k}}$ computes the same outputs "

@@ -363,20 +363,45 @@ def max_stored_length(heads_times_layers: int, dtype: str, weight_bytes: int) ->
                             weight_bytes)
 
 
+def training_fit() -> dict[str, float]:
+    """Training Llama 2 7B with mixed-precision AdamW: its model states (16 bytes per parameter), and the longest
+    single sequence whose counted eager activations fit one H100 beside the states sharded by ZeRO-3 over 8 GPUs."""
+    import json
+
+    from lib.planner import training as T
+
+    shape = T.llama_shape(json.loads((FIXTURES / "Llama-2-7b-hf.config.json").read_text()))
+    n_params = shape.parameters()
+    states = sum(T.state_bytes(n_params, "adamw").values())
+    per_gpu = sum(T.zero_state_bytes(n_params, "adamw", 3, 8).values())
+    free = GPUS["H100-80GB"].memory_bytes - per_gpu
+    lo, hi = 1, 1 << 17  # activations grow with n: the longest n that fits, by bisection
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if T.llama_activation_bytes(shape, 1, mid, 2, "eager")["total"] <= free else (lo, mid)
+    assert states > GPUS["H100-80GB"].memory_bytes
+    return {"states_gb": states / GB, "zero3_n": lo}
+
+
 def acceptable_length(review) -> None:
     """Storing the n x n weights of every layer still fits on one GPU at several thousand tokens."""
     w = model_weight_bytes()
     base, large = max_stored_length(8 * 6, "fp32", w["base"]), max_stored_length(32 * 32, "fp16", w["7b"])
     bare = max_stored_length(32 * 32, "fp16", 0)
     assert base > 20_000 and 5_000 < large < bare < 8_000
+    fit = training_fit()
+    assert 2_000 < fit["zero3_n"] < 4_000
     review.add(NOTE, 48, ALTERNATIVE,
                "Quadratic attention is affordable up to a few thousand tokens.",
-               "correct",
-               rf"the $n \times n$ weights of every head and layer, kept for the backward pass of one sequence, fit "
-               rf"in one H100's {count(GPUS['H100-80GB'].memory_mib)} MiB beside the model's own weights up to "
-               rf"$n$ = {count(base)} for the base model (8 heads, 6 layers, fp32) and {count(large)} for Llama 2 7B "
-               rf"(32 heads, 32 layers, fp16; {count(bare)} if the weights took no room)", "training",
-               brief=f"a 7B model's scores fit one H100 up to $n$ = {count(large)}")
+               "assumption",
+               rf"only with the model states sharded: training Llama 2 7B with mixed-precision AdamW needs "
+               rf"{fixed(fit['states_gb'], 1)} GB of weights, gradients and optimizer states, more than one H100 "
+               rf"holds; with ZeRO-3 over 8 H100s the counted activations of one sequence with eager attention fit "
+               rf"up to $n$ = {count(fit['zero3_n'])}. Counting the $n \times n$ weights alone beside fp16 weights "
+               rf"(no optimizer) would give {count(large)} for the 7B model and {count(base)} for the base model",
+               "train-memory",
+               brief=f"7B states need {fixed(fit['states_gb'], 1)} GB; ZeRO-3 on 8 H100s: $n$ = "
+                     f"{count(fit['zero3_n'])} (eager)")
 
 
 # 2. What: scaled dot-product attention
@@ -511,7 +536,8 @@ def scaled_variance(review) -> None:
         variances[d_k] = ((q * k).sum(axis=1) / np.sqrt(d_k)).var()
     assert all(abs(v - 1) < 0.05 for v in variances.values())
     review.add(NOTE, 103, SCALING,
-               r"Dividing by $\sqrt{d_k}$ gives unit variance for any $d_k$.",
+               r"For unit-variance independent entries, dividing by $\sqrt{d_k}$ gives unit variance for any "
+               r"$d_k$.",
                "correct",
                rf"sample variance of the scaled product over 10,000 pairs for $d_k$ = 16, 64, 256, 1024: "
                rf"{', '.join(fixed(v, 1) for v in variances.values())} (each within 0.05 of 1)", "scaling",
@@ -1136,15 +1162,18 @@ def practical_limit(review) -> None:
     training = max_stored_length(32 * 32, "fp16", w)  # all layers kept for the backward pass
     inference = max_stored_length(32, "fp16", w)  # one layer's 32 heads at a time
     assert training < 8_000 < 30_000 < inference
+    fit = training_fit()
     review.add(NOTE, 279, FAILURES,
                "Without tiled, sparse or linear attention, models stop at a few thousand tokens.",
                "assumption",
-               rf"it depends on how many $n \times n$ matrices are held at once. For Llama 2 7B (32 heads, 32 layers, "
-               rf"fp16) on one H100, beside its own weights, the attention weights of all layers, kept for training, "
-               rf"fit up to $n$ = {count(training)}; in inference, one layer at a time, up to {count(inference)}",
-               "training",
-               brief=f"one H100 fits $n$ = {count(training)} in training, "
-                     f"{count(inference)} one layer at a time")
+               rf"it depends on how many $n \times n$ matrices are held at once and where the model states go. "
+               rf"Training Llama 2 7B needs {fixed(fit['states_gb'], 1)} GB of model states (more than one H100); "
+               rf"with ZeRO-3 over 8 H100s one sequence with eager attention fits up to $n$ = "
+               rf"{count(fit['zero3_n'])}. In inference, one layer's 32 heads at a time beside fp16 weights, up to "
+               rf"{count(inference)}",
+               "train-memory",
+               brief=f"training: $n$ = {count(fit['zero3_n'])} on 8 H100s (ZeRO-3); inference: "
+                     f"{count(inference)}, one layer at a time")
 
 
 def order_without_positions(review) -> None:

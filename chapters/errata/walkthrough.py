@@ -345,7 +345,8 @@ def scaled_variance_is_one(review: Review) -> None:
     scaled = {d_k: logit_variances(d_k)[1] for d_k in (16, 64, 256)}
     assert all(abs(v - 1) < 0.04 for v in scaled.values())
     _add(review, 15, SCALING,
-         r"Dividing by $\sqrt{d_k}$ restores variance 1 for every $d_k$.", "correct",
+         r"For unit-variance independent entries, dividing by $\sqrt{d_k}$ restores variance 1 for every "
+         r"$d_k$.", "correct",
          "under the stated assumptions (independent components of mean 0 and variance 1): "
          "$\\operatorname{Var}(q \\cdot k/\\sqrt{d_k})$ = "
          + ", ".join(f"{fixed(v, 2)} at $d_k = {d_k}$" for d_k, v in scaled.items())
@@ -980,11 +981,11 @@ def int8_and_longer_context(review: Review) -> None:
     scales = 200 * 4096 * 2 * 32 * 32 * 2  # one fp16 scale per head, token, layer, for K and for V
     assert per_tok == 256 * KiB and per_seq == GiB and total == fp16_2048 == 200 * GiB
     _add(review, 123, "Worked answers, 6",
-         "int8 at 4096 tokens equals fp16 at 2048.", "correct",
+         "int8 at 4096 tokens equals fp16 at 2048.", "assumption",
          f"`lib.sizing`: {count(per_tok / KiB)} KiB per token, {count(per_seq / GiB)} GiB per sequence, "
          f"{count(total / GiB)} GiB in all, equal to the fp16 cache at 2048 tokens. A quantised cache that also "
          f"stores one fp16 scale per head and token would add {percent(scales / total, 2)}", "kv-cache",
-         brief="#{2} GiB for 200; scales add #{6}")
+         brief="#{2} GiB for 200 only if no scales are stored; they add #{6}")
 
 
 def check(review: Review) -> None:

@@ -276,7 +276,7 @@ def shapes_and_counts(review: Review) -> None:
     resid = np.abs(per_feature - best_scalar * plain).max()
     assert layer_norm_param_count(512) == 1024 and resid > 1
     review.add("lab-report", 87, "3B. Normalization and scale-shift",
-               r"LayerNorm's $\gamma$ and $\beta$ are two learned scalars.", "imprecise",
+               r"LayerNorm's $\gamma$ and $\beta$ are two learned scalars.", "wrong",
                f"they are vectors, one entry per feature: {count(layer_norm_param_count(512))} parameters for "
                f"$d = 512$; no scalar gain reproduces a per-feature one (residual {fixed(resid, 2)})",
                "layernorm-ffn",
