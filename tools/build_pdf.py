@@ -78,7 +78,9 @@ nav.book-contents ol { list-style: none; padding: 0; margin: 0; }
 nav.book-contents li { display: flex; align-items: baseline; gap: 0.4em; break-inside: avoid; }
 nav.book-contents li a { color: #111 !important; text-decoration: none; }
 nav.book-contents li .dots { flex: 1 1 auto; border-bottom: 1px dotted #999; transform: translateY(-0.25em); }
-nav.book-contents li .page { font-variant-numeric: tabular-nums; min-width: 2.2em; text-align: right; }
+/* a fixed slot: filling in a number never rewraps a line */
+nav.book-contents li .page { font-variant-numeric: tabular-nums; flex: 0 0 2.6em; width: 2.6em; text-align: right;
+  white-space: nowrap; }
 nav.book-contents li.level-0 { font-weight: 700; font-size: 12pt; margin-top: 0.9em; }
 nav.book-contents li.level-1 { font-weight: 600; margin-top: 0.35em; padding-left: 1.2em; }
 nav.book-contents li.level-2 { font-size: 9.5pt; padding-left: 3.2em; color: #333; }
@@ -229,8 +231,19 @@ PREPARE_JS = r"""
 }
 """
 
+BREAK_BEFORE_JS = """(ids) => ids.forEach(id => {
+  const el = document.getElementById(id);
+  // the heading itself (a section's own id would put the break before the enclosing chapter instead)
+  const target = el && (el.matches('h1, h2, h3, h4') ? el : (el.querySelector('h1, h2, h3, h4') || el));
+  if (target) target.style.breakBefore = 'page';
+})"""
+
 FILL_PAGES_JS = """(pages) => document.querySelectorAll('nav.book-contents .page').forEach(
-  s => { s.textContent = pages[s.dataset.target] ?? '?'; })"""
+  s => { if (!s.dataset.unnumbered) s.textContent = pages[s.dataset.target] ?? '?'; })"""
+
+UNNUMBER_JS = """(ids) => document.querySelectorAll('nav.book-contents .page').forEach(s => {
+  if (ids.includes(s.dataset.target)) { s.dataset.unnumbered = '1'; s.textContent = ''; }
+})"""
 
 COVER_HTML = """<!doctype html><html><head><meta charset="utf-8"><style>
 @page {{ size: A4; margin: 0; }}
@@ -367,19 +380,46 @@ def print_pdf(site: Path, pdf: Path) -> None:
             options = {"format": "A4", "print_background": True, "display_header_footer": True,
                        "header_template": "<span></span>", "footer_template": FOOTER, "margin": MARGIN}
             pages: dict[str, int] = {}
-            # Filling in the numbers can rewrap a contents line and so move what follows: print until the pages
-            # the contents show are the pages the entries land on (two or three prints).
-            for attempt in range(5):
+            # the first print already has a (wide) number in every slot, so filling in the real ones changes no width
+            page.evaluate(FILL_PAGES_JS, {e["id"]: 888 for e in entries})
+            # Filling in the numbers can move what follows: print until the pages the contents show are the pages
+            # the entries land on (two or three prints). A heading that sits on a page boundary can flip between
+            # two pages from one print to the next (filled in as page p it lands on p + 1, and back): such a
+            # heading starts a new page, so that its page no longer depends on the contents.
+            history: list[dict[str, int]] = []
+            broken: set[str] = set()
+            unnumbered: set[str] = set()
+            for attempt in range(8):
                 print(f"build_pdf: printing the body (pass {attempt + 1})", flush=True)
                 body = page.pdf(**options)
                 found = _destination_pages(body)
                 found = {e["id"]: found[e["id"]] for e in entries if e["id"] in found}
-                if found == pages:
+                if {k: v for k, v in found.items() if k not in unnumbered} == \
+                        {k: v for k, v in pages.items() if k not in unnumbered} and pages:
                     break
-                pages = found
+                moved = [f"{k}: {pages.get(k)} -> {v}" for k, v in found.items() if pages.get(k) != v]
+                if pages:
+                    print(f"build_pdf: {len(moved)} contents entries moved, e.g. {moved[:4]}", flush=True)
+                flipping = [k for k, v in found.items() if len(history) >= 2 and history[-2].get(k) == v
+                            and pages.get(k) != v and k not in unnumbered]
+                if flipping and any(k in broken for k in flipping):
+                    # still flipping after starting a page: its contents line shows no number rather than a wrong
+                    # one (the PDF outline still takes the reader there)
+                    gone = [k for k in flipping if k in broken]
+                    print(f"build_pdf: {len(gone)} headings still flip; their contents lines show no page: {gone}",
+                          flush=True)
+                    unnumbered.update(gone)
+                    page.evaluate(UNNUMBER_JS, gone)
+                elif flipping:
+                    print(f"build_pdf: {len(flipping)} headings flip between two pages; each starts a new page: "
+                          f"{flipping[:4]}", flush=True)
+                    page.evaluate(BREAK_BEFORE_JS, flipping)
+                    broken.update(flipping)
+                history.append(found)
+                pages = {k: v for k, v in found.items()}
                 page.evaluate(FILL_PAGES_JS, pages)
             else:
-                raise SystemExit("build_pdf: the contents' page numbers did not settle after 5 prints")
+                raise SystemExit("build_pdf: the contents' page numbers did not settle after 8 prints")
             missing = [e["title"] for e in entries if e["id"] not in pages]
             if missing:
                 raise SystemExit(f"build_pdf: no page found for {len(missing)} contents entries: {missing[:5]}")

@@ -34,12 +34,14 @@ __all__ = [
 ]
 
 
-def kv_cache_bytes_per_token(n_layers: int, n_kv_heads: int, head_dim: int, dtype: str = "fp16") -> float:
-    r"""Bytes of K and V cached per token, all layers: :math:`2\,L\,h_{kv}\,d_k\,p` (eq. kv-bytes).
+def kv_cache_bytes_per_token(
+    n_layers: int, n_kv_heads: int, head_dim: int, dtype: str = "fp16"
+) -> float:
+    """Bytes of K and V cached per token, all layers: 2 L h_kv d_k p.
 
-    Multi-head attention: pass ``n_kv_heads = h`` and ``head_dim = d_model / h`` (then this is
-    :math:`2 L d_\text{model} p`); grouped-query: the number of key/value heads; multi-query: ``1``.
-    Example: ``L = 32``, ``h = 32``, ``d_k = 128``, fp16 → 524,288 B = 512 KiB.
+    Multi-head attention: n_kv_heads = h and head_dim = d_model / h
+    (then 2 L d_model p); grouped-query: the key/value heads; MQA: 1.
+    Example: L = 32, h = 32, d_k = 128, fp16 -> 524,288 B = 512 KiB.
     """
     n_layers = as_count(n_layers, "n_layers")
     n_kv_heads = as_count(n_kv_heads, "n_kv_heads")

@@ -50,23 +50,28 @@ def _ffn_params(cfg: ModelConfig, d_ff: int) -> int:
 
 
 def attention_parameters(cfg: ModelConfig) -> tuple[int, int]:
-    """(parameters of one attention layer, of which the key/value projections)."""
+    """(one attention layer's parameters, of which K/V projections)."""
     d, h = cfg.d_model, cfg.n_heads
     if cfg.kv_lora_rank is not None:  # MLA (DeepSeek-V2, section 2.1)
+        r_q, r_kv = cfg.q_lora_rank, cfg.kv_lora_rank
         qk = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
-        if cfg.q_lora_rank is None:
+        if r_q is None:
             q = d * h * qk
         else:  # down-projection, its RMSNorm, up-projection
-            q = d * cfg.q_lora_rank + cfg.q_lora_rank + cfg.q_lora_rank * h * qk
-        kv_down = d * (cfg.kv_lora_rank + cfg.qk_rope_head_dim)  # latent and the shared rotary key
-        kv_norm = cfg.kv_lora_rank
-        kv_up = cfg.kv_lora_rank * h * (cfg.qk_nope_head_dim + cfg.v_head_dim)
+            q = d * r_q + r_q + r_q * h * qk
+        # the latent and the shared rotary key
+        kv_down = d * (r_kv + cfg.qk_rope_head_dim)
+        kv_norm = r_kv
+        kv_up = r_kv * h * (cfg.qk_nope_head_dim + cfg.v_head_dim)
         o = h * cfg.v_head_dim * d
         return q + kv_down + kv_norm + kv_up + o, 0
     w, w_kv = h * cfg.head_dim, cfg.n_kv_heads * cfg.head_dim
     kv = 2 * _linear(d, w_kv, cfg.qkv_bias)
-    qk_norm = {"": 0, "head": 2 * cfg.head_dim, "projection": w + w_kv}[cfg.qk_norm]
-    return _linear(d, w, cfg.qkv_bias) + kv + _linear(w, d, cfg.o_bias) + qk_norm, kv
+    qk_norm = {"": 0, "head": 2 * cfg.head_dim,
+               "projection": w + w_kv}[cfg.qk_norm]
+    q = _linear(d, w, cfg.qkv_bias)
+    o = _linear(w, d, cfg.o_bias)
+    return q + kv + o + qk_norm, kv
 
 
 def _ffn_layer(cfg: ModelConfig, i: int) -> tuple[int, int]:

@@ -78,12 +78,14 @@ class _Block(nn.Module):
 
 
 class _PostLN:
-    def sublayer(self, x, norm, f):  # eq. post-ln: normalise the sum
+    def sublayer(self, x, norm, f):
+        # Post-LN: normalise the sum
         return norm(x + self.dropout(f(x)))
 
 
 class _PreLN:
-    def sublayer(self, x, norm, f):  # eq. pre-ln: normalise the sub-layer's input, keep the residual clean
+    def sublayer(self, x, norm, f):
+        # Pre-LN: normalise the sub-layer's input, keep the residual clean
         return x + self.dropout(f(norm(x)))
 
 
