@@ -332,7 +332,7 @@ def assemble(cover: bytes, body: bytes, entries: list[dict], pages: dict[str, in
         if page is None:
             continue
         parent = parents.get(e["level"] - 1) if e["level"] else None
-        item = writer.add_outline_item(e["title"], n_cover + page - 1, parent=parent)
+        item = writer.add_outline_item(title=e["title"], page_number=n_cover + page - 1, parent=parent)
         parents[e["level"]] = item
         for deeper in [k for k in parents if k > e["level"]]:
             del parents[deeper]
