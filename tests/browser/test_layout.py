@@ -105,7 +105,7 @@ def test_no_plumbing_is_visible(page, site_url: str, site_pages: list[str], book
     testing = [c.strip().splitlines()[0][:80] for c in visible_code if TESTING.search(c)]
     assert not testing, f"{rel}: {len(testing)} visible code cells hold testing lines, e.g. {testing[:3]}"
     shown = page.evaluate(
-        """() => Array.from(document.querySelectorAll('.cell_input pre, .cell .highlight pre'))
+        """() => Array.from(document.querySelectorAll('.cell_input pre'))
             .filter(pre => pre.offsetParent !== null && !pre.closest('.tag_hide-input, .tag_hide-cell'))
             .map(pre => pre.textContent)"""
     )
