@@ -66,6 +66,8 @@ def test_reader_layer_findings(tmp_path: Path) -> None:
     nb = _notebook(tmp_path / "ch.ipynb", [
         {"cell_type": "markdown", "source": "As the Lab Report says, the tests/ folder runs on this machine."},
         {"cell_type": "code", "source": "y = f(x)\nassert y == 1"},
+        {"cell_type": "code",
+         "source": "try:\n    g(0)\n    raise AssertionError('accepted 0')\nexcept ValueError:\n    pass"},
         {"cell_type": "code", "source": "assert hidden", "metadata": {"tags": ["remove-input"]}},
         {"cell_type": "code", "source": long_cell},
         {"cell_type": "code", "source": "print('x' * 90)",
@@ -74,7 +76,7 @@ def test_reader_layer_findings(tmp_path: Path) -> None:
     ])
     found = tool.findings(nb)
     assert sum("prose speaks about the project" in f for f in found) == 3
-    assert sum("visible testing line" in f for f in found) == 1
+    assert sum("visible testing line" in f for f in found) == 2
     assert sum("shown code cell of 31 lines" in f for f in found) == 1
     assert sum("output line 1 is 90 characters" in f for f in found) == 1
     assert sum("code line 1 is" in f for f in found) == 1

@@ -29,7 +29,8 @@ MAX_LINES = 30
 MAX_WIDTH = 76
 HIDDEN = {"remove-cell", "remove-input"}
 COLLAPSED = {"hide-input", "hide-cell"}
-TESTING = re.compile(r"^\s*assert\b|\bnp\.testing\.|\bnumpy\.testing\b|\btorch\.testing\.|\bpytest\b")
+TESTING = re.compile(r"^\s*assert\b|\braise AssertionError\b|\bnp\.testing\.|\bnumpy\.testing\b"
+                     r"|\btorch\.testing\.|\bpytest\b")
 PROCESS_TALK = re.compile(
     r"\btests?/|\bCI\b|\bnbval\b|this machine|the machine that built|\bthe brief\b|brief's"
     r"|Theory Notes|Lab Report|Introductory Article|First-Principles Walkthrough|a first version",
