@@ -16,18 +16,9 @@ JOBS=${BOOK_JOBS:-$(nproc 2>/dev/null || echo 2)}
 if [ -z "${BASE:-}" ]; then
   if [ "$(git rev-parse --abbrev-ref HEAD)" = main ]; then BASE=HEAD; else BASE=main; fi
 fi
-summary=()
-failed=0
 T_START=$SECONDS
-step() {
-  local name=$1; shift
-  echo
-  echo "==> $name: $*"
-  local t0=$SECONDS rc=0
-  "$@" || rc=$?
-  if [ "$rc" -eq 0 ]; then summary+=("  PASS  $name ($((SECONDS - t0))s)")
-  else summary+=("  FAIL  $name (exit $rc, $((SECONDS - t0))s)"); failed=$((failed + 1)); fi
-}
+# shellcheck source=tools/steps.sh
+. tools/steps.sh
 
 step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
 step stale-outputs "$PY" tools/chapters.py check

@@ -26,25 +26,8 @@ export BOOK_WIDGETS=static  # lib.book.widgets draws figures, not sliders, in ev
 STRICT_OUT=_build/strict
 JOBS=${BOOK_JOBS:-$(nproc 2>/dev/null || echo 2)}  # workers for the parallel steps (BOOK_JOBS overrides)
 T_START=$SECONDS
-summary=()
-failed=0
-passed=0
-
-step() {
-  local name=$1; shift
-  echo
-  echo "==> $name: $*"
-  local t0=$SECONDS rc=0
-  "$@" || rc=$?
-  local dt=$((SECONDS - t0))
-  if [ "$rc" -eq 0 ]; then
-    summary+=("  PASS  $name (${dt}s)")
-    passed=$((passed + 1))
-  else
-    summary+=("  FAIL  $name (exit $rc, ${dt}s)")
-    failed=$((failed + 1))
-  fi
-}
+# shellcheck source=tools/steps.sh
+. tools/steps.sh
 
 if [ "${1:-}" = "--setup" ]; then  # make test: the set-up is the first step, timed like the others
   step set-up bash tools/setup.sh --test
@@ -81,13 +64,7 @@ elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
   echo
   echo "==> pdf-build (alongside the browser tests): $PY tools/build_pdf.py --output $STRICT_OUT/book.pdf"
   tail -n 40 "$STRICT_OUT/pdf-build.log"
-  if [ "$pdf_rc" -eq 0 ]; then
-    summary+=("  PASS  pdf-build ($((SECONDS - pdf_t0))s, alongside browser)")
-    passed=$((passed + 1))
-  else
-    summary+=("  FAIL  pdf-build (exit $pdf_rc, $((SECONDS - pdf_t0))s, alongside browser)")
-    failed=$((failed + 1))
-  fi
+  record pdf-build "$pdf_rc" $((SECONDS - pdf_t0)) "alongside browser"
   BOOK_PDF="$STRICT_OUT/book.pdf" step pdf "$PY" -m pytest -q tests -m pdf
 else
   summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
