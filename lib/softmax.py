@@ -148,9 +148,10 @@ def softmax_jacobian_norm(y: Any, axis: int = -1) -> np.ndarray:
     .. math::
         \|J\|_F^2 = \sum_i y_i^2 - 2 \sum_i y_i^3 + \Big(\sum_i y_i^2\Big)^2 .
 
-    The size of the gradient a softmax passes back: near 0 for a one-hot slice, largest for a flat one. For a
-    nearly one-hot slice the difference cancels to round-off (about 1e-8 after the square root), which is
-    clipped at 0 before the root.
+    The size of the gradient a softmax passes back: 0 for a one-hot slice, √(n−1)/n for a uniform slice of
+    n entries, and at most 1/2 over all slices, reached by two entries of weight 1/2 each. For a nearly
+    one-hot slice the difference cancels to round-off (about 1e-8 after the square root), which is clipped
+    at 0 before the root.
     """
     y_arr = as_float_array(y, "y")
     ax = check_axis(y_arr, axis, "y")
