@@ -160,6 +160,9 @@ def _is_dynamic_import(node: ast.Call) -> bool:
     return not (isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
 
 
+_MODULE_ACTIONS: dict[tuple, list[tuple[str, object]]] = {}
+
+
 class _Deps:
     """The transitive inputs of a set of code snippets: module files and data files."""
 
@@ -184,12 +187,21 @@ class _Deps:
             return
         self._seen_modules.add(f)
         self.files.add(f)
-        try:
-            tree = ast.parse(f.read_text(), filename=str(f))
-        except SyntaxError:
-            return
-        pkg_parts = f.parent.relative_to(self._base_of(f)).parts  # lib/pt/x.py and lib/pt/__init__.py: lib.pt
-        self._scan(tree, module_dir=f.parent, package=".".join(pkg_parts))
+        # What a module file leads to depends only on its text (and the tree around it, which does not change
+        # while this process runs): worked out once per file and process, then replayed for every chapter.
+        text = f.read_text()
+        key = (self.root, self.chapter_dir, f, text)
+        actions = _MODULE_ACTIONS.get(key)
+        if actions is None:
+            try:
+                tree = ast.parse(text, filename=str(f))
+            except SyntaxError:
+                actions = []
+            else:
+                pkg_parts = f.parent.relative_to(self._base_of(f)).parts  # lib/pt/x.py, lib/pt/__init__.py: lib.pt
+                actions = self._actions(tree, module_dir=f.parent, package=".".join(pkg_parts))
+            _MODULE_ACTIONS[key] = actions
+        self._apply(actions)
 
     def _base_of(self, f: Path) -> Path:
         return self.chapter_dir if f.is_relative_to(self.chapter_dir) else self.root
@@ -204,13 +216,25 @@ class _Deps:
             tree = ast.parse("\n".join(lines))
         except SyntaxError:
             return
-        self._scan(tree, module_dir=self.chapter_dir, package="")
+        self._apply(self._actions(tree, module_dir=self.chapter_dir, package=""))
 
-    def _scan(self, tree: ast.AST, module_dir: Path, package: str) -> None:
+    def _apply(self, actions: list[tuple[str, object]]) -> None:
+        for kind, arg in actions:
+            if kind == "module":
+                self._add_module(arg, self._search())
+            elif kind == "visit":
+                self._visit_module(arg)
+            else:
+                self.files.add(arg)
+
+    def _actions(self, tree: ast.AST, module_dir: Path, package: str) -> list[tuple[str, object]]:
+        """What the code ``tree`` leads to, in order: ("module", dotted name), ("visit", a .py file) and
+        ("file", a data file)."""
+        out: list[tuple[str, object]] = []
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 for alias in node.names:
-                    self._add_module(alias.name, self._search())
+                    out.append(("module", alias.name))
             elif isinstance(node, ast.ImportFrom):
                 if node.level:
                     base_parts = package.split(".") if package else []
@@ -221,23 +245,21 @@ class _Deps:
                     mod = node.module or ""
                 if not mod:
                     continue
-                self._add_module(mod, self._search())
+                out.append(("module", mod))
                 for alias in node.names:  # ``from lib import softmax``: a submodule, if there is one
                     if alias.name != "*":
-                        self._add_module(f"{mod}.{alias.name}", self._search())
+                        out.append(("module", f"{mod}.{alias.name}"))
             elif isinstance(node, ast.Call) and _is_dynamic_import(node):
                 # importlib.import_module(f"{__name__}.{name}"): which module is not known statically, so
                 # every module of this package folder counts
                 for p in sorted(module_dir.glob("*.py")):
-                    self._visit_module(p)
+                    out.append(("visit", p))
         for text in _path_literals(tree):
             for m in MODULE_STRING_RE.findall(text):  # "python -m lib.sizing", importlib.import_module("lib.x")
-                self._add_module(m, self._search())
+                out.append(("module", m))
             for p in _resolve_path_literal(self.root, text, [module_dir, self.root, self.chapter_dir]):
-                if p.suffix == ".py":
-                    self._visit_module(p)
-                else:
-                    self.files.add(p.resolve())
+                out.append(("visit", p) if p.suffix == ".py" else ("file", p.resolve()))
+        return out
 
 
 def chapter_inputs(nb, root: Path = ROOT, chapter_dir: Path | None = None) -> list[Path]:
