@@ -9,6 +9,7 @@ the oracle reads the config the way transformers' own cache lays it out (tests/h
 from __future__ import annotations
 
 import json
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,9 @@ IDS = [f.name.removesuffix(".config.json") for f in FILES]
 HAND = [f for f in FILES if json.loads(f.read_text()).get("model_type") in SUPPORTED_MODEL_TYPES]
 
 
+@cache
 def _engine(path: Path) -> engine.EngineModel:
+    """The engine's reading of a fixture, built once per test session (the oracle caches its own models)."""
     return engine.describe(json.loads(path.read_text()))
 
 
@@ -56,8 +59,10 @@ def test_hand_readers_agree_with_the_engine(path: Path) -> None:
 def test_every_hand_family_and_at_least_the_newest_have_fixtures() -> None:
     types = {json.loads(f.read_text())["model_type"] for f in FILES}
     assert set(SUPPORTED_MODEL_TYPES) <= types
-    assert {"gpt_oss", "qwen3_next", "smollm3", "exaone4", "nemotron_h", "falcon_h1", "phi"} <= types
-    assert len(FILES) >= 28
+    assert {"gpt_oss", "qwen3_next", "smollm3", "exaone4", "nemotron_h", "falcon_h1", "phi", "gemma3", "gemma3n_text",
+            "kimi_k2", "jamba", "llama4", "llama4_text", "granite", "glm4_moe", "ernie4_5_moe", "hunyuan_v1_moe",
+            "minimax_m2", "seed_oss", "qwen3_5_text", "qwen3_5_moe_text", "deepseek_v32"} <= types
+    assert len(FILES) >= 45
 
 
 def test_layer_kinds_named() -> None:
@@ -83,3 +88,36 @@ def test_hub_type_mapped_through_architectures() -> None:
     m = engine.describe({**raw, "model_type": "kimi_k2"})  # Kimi-K2 ships DeepSeek-V3's architecture
     assert m.notes and "deepseek_v3" in m.notes[0]
     assert (m.total, m.active) == hf_counts(str(FIXTURES / "DeepSeek-V3.config.json"))
+
+
+def test_wrapper_counts_the_whole_checkpoint_and_names_the_language_share() -> None:
+    """An image-text-to-text checkpoint is built whole (its vision tower is in the weights a server loads); the
+    language model's share is reported beside it."""
+    g3 = _engine(FIXTURES / "gemma-3-4b-it.config.json")
+    assert g3.total == 4_300_079_472 and g3.language_total < g3.total  # the card: 4.3B
+    assert engine.layer_summary(g3) == "34 layers: 29 window 1024, 5 full"
+
+
+def test_published_value_transformers_refuses_is_refused_in_one_line() -> None:
+    """Llama 4 Scout's release writes attn_temperature_tuning as 4; transformers 5.24 validates it as a bool and
+    refuses to build the config. The engine says so in one line rather than guessing."""
+    raw = json.loads((FIXTURES / "Llama-4-Scout-17B-16E.config.json").read_text())
+    raw["text_config"] = {**raw["text_config"], "attn_temperature_tuning": 4}
+    with pytest.raises(engine.EngineError) as err:
+        engine.describe(raw)
+    assert "\n" not in str(err.value) and "attn_temperature_tuning" in str(err.value)
+
+
+def test_per_layer_top_k_and_shared_kv_layers() -> None:
+    hunyuan = _engine(FIXTURES / "Hunyuan-A13B.config.json")  # moe_topk is a list, one per layer
+    assert hunyuan.active < hunyuan.total / 6
+    g3n = _engine(FIXTURES / "gemma-3n-E4B-text.config.json")  # the last 15 layers reuse earlier caches
+    assert sum(1 for layer in g3n.layers if layer.kv_per_token == 0) == 15
+
+
+def test_routed_experts_without_a_top_k_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mixture of experts whose top-k field the engine does not know is refused, not counted as dense."""
+    monkeypatch.setattr(engine, "_TOP_K", ("no_such_field",))
+    raw = json.loads((FIXTURES / "Mixtral-8x7B-v0.1.config.json").read_text())
+    with pytest.raises(engine.EngineError, match="top-k"):
+        engine.describe(raw)

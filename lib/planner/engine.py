@@ -30,7 +30,7 @@ from typing import Any
 from .units import as_count, bytes_per_element
 
 __all__ = ["EngineError", "Layer", "EngineModel", "available", "describe", "kv_bytes_per_token",
-           "kv_bytes_per_sequence", "state_bytes_per_sequence", "layer_summary"]
+           "kv_bytes_per_sequence", "state_bytes_per_sequence", "layer_summary", "layer_kinds"]
 
 
 class EngineError(ValueError):
@@ -46,6 +46,11 @@ class Layer:
     window: int | None = None  #: tokens a windowed layer keeps (None: the whole context)
     state: int = 0  #: elements of fixed per-sequence state (convolution + recurrent)
     sinks: bool = False  #: attention with learned sink logits
+    params: int = 0  #: parameters of the layer (what a pipeline stage holding it stores)
+    active: int = 0  #: of which one token uses (routed experts: top-k of E)
+    kv_projection: int = 0  #: parameters of its key and value projections (replicated when tensor parallelism
+    #: exceeds the key/value heads)
+    widest: int = 0  #: outputs per token of its widest block (attention or the rest), for the activation estimate
 
 
 @dataclass(frozen=True)
@@ -59,6 +64,15 @@ class EngineModel:
     language_total: int  #: the language model's share (== total for a text-only model)
     layers: tuple[Layer, ...]
     notes: tuple[str, ...] = ()
+    d_model: int = 0
+    vocab_size: int = 0
+    n_heads: int = 0  #: query heads of the attention layers (tensor-parallel degrees must divide them)
+    n_kv_heads: int = 0  #: key/value heads (latent attention: as many as query heads)
+    first_params: int = 0  #: parameters before the decoder layers (embeddings, a vision or audio tower)
+    last_params: int = 0  #: parameters after them (final norm, an untied output head)
+    tied_head: int = 0  #: parameters of an output head tied to the input table (a separate last pipeline stage
+    #: needs its own copy)
+    max_positions: int = 0  #: max_position_embeddings as built (0: unknown)
 
 
 def available() -> bool:
@@ -73,7 +87,7 @@ def available() -> bool:
 
 _DROP = ("architectures", "transformers_version", "torch_dtype", "dtype", "auto_map", "quantization_config",
          "_name_or_path", "model_type")
-_TOP_K = ("num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token", "top_k")
+_TOP_K = ("num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token", "moe_k", "top_k")
 _ROUTED = re.compile(r"(^|\.)experts\.")
 _NOT_TEXT = re.compile(r"(^|\.)(vision|visual|audio|vision_tower|audio_tower|multi_modal_projector|embed_vision|"
                        r"embed_audio|mm_projector|image)")
@@ -122,7 +136,10 @@ def _build(raw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
             raise EngineError(f"transformers cannot build a {model_type!r} config from it: "
                               f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from None
         errors = []
-        for auto in (AutoModelForCausalLM, getattr(transformers, "AutoModelForImageTextToText", None)):
+        autos = [AutoModelForCausalLM, getattr(transformers, "AutoModelForImageTextToText", None)]
+        if getattr(cfg, "vision_config", None) is not None:  # the whole checkpoint, not its text decoder alone
+            autos.reverse()
+        for auto in autos:
             if auto is None:
                 continue
             try:
@@ -151,8 +168,13 @@ def _out(mod: Any) -> int:
     return int(mod.weight.shape[0])
 
 
-def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool]:
-    """(elements cached per token, latent?, sinks?) of one decoder layer's self-attention (0 when it has none)."""
+def _params(mod: Any) -> int:
+    return sum(p.numel() for p in mod.parameters())
+
+
+def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool, int, int]:
+    """(elements cached per token, latent?, sinks?, key/value projection parameters, attention parameters) of one
+    decoder layer's self-attention (zeros when it has none)."""
     for name, sub in layer.named_modules():
         if re.search(r"(linear_attn|mamba|conv|cross)", name):
             continue
@@ -162,15 +184,18 @@ def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool]:
             indexer = getattr(sub, "indexer", None)
             if indexer is not None and hasattr(indexer, "wk"):
                 kv += _out(indexer.wk)
-            return kv, True, sinks
+            return kv, True, sinks, 0, _params(sub)
         if hasattr(sub, "k_proj") and hasattr(sub, "v_proj"):
-            return _out(sub.k_proj) + _out(sub.v_proj), False, sinks
+            return (_out(sub.k_proj) + _out(sub.v_proj), False, sinks, _params(sub.k_proj) + _params(sub.v_proj),
+                    _params(sub))
         for fused in ("query_key_value", "c_attn", "qkv_proj", "Wqkv", "qkv"):
             if hasattr(sub, fused) and hasattr(getattr(sub, fused), "weight"):
                 heads = text_cfg.num_attention_heads
                 head_dim = getattr(text_cfg, "head_dim", None) or text_cfg.hidden_size // heads
-                return _out(getattr(sub, fused)) - heads * head_dim, False, sinks
-    return 0, False, False
+                rows = _out(getattr(sub, fused))
+                kv = rows - heads * head_dim
+                return kv, False, sinks, _params(getattr(sub, fused)) * kv // rows, _params(sub)
+    return 0, False, False, 0, 0
 
 
 def _recurrent_state(layer: Any) -> tuple[int, str]:
@@ -232,9 +257,7 @@ def describe(raw: dict[str, Any]) -> EngineModel:
     n_layers = int(text.num_hidden_layers)
     prefix, layers = _decoder_layers(model, n_layers)
 
-    top_k = next((getattr(text, k) for k in _TOP_K if isinstance(getattr(text, k, None), int)), None)
-    total = active = language = 0
-    seen: set[int] = set()
+    top_k = _top_k(text, n_layers)
     experts_size: dict[str, int] = {}
     for name, mod in model.named_modules():
         if name.endswith("experts") and not name.endswith("shared_experts"):
@@ -246,31 +269,48 @@ def describe(raw: dict[str, Any]) -> EngineModel:
                 p = next((p for p in mod.parameters(recurse=False) if p.dim() == 3), None)
                 if p is not None:
                     experts_size[name] = int(p.shape[0])
-    for name, p in model.named_parameters(remove_duplicate=True):
+    if experts_size and top_k is None:
+        raise EngineError(f"{type(model).__name__} has routed experts but the config names no top-k among"
+                          f" {', '.join(_TOP_K)}: active parameters per token unknown")
+    layer_of = re.compile(re.escape(prefix) + r"\.(\d+)\.")
+    total = active = language = first = last = 0
+    per_layer = [[0, 0] for _ in range(n_layers)]  # parameters, active
+    seen: set[int] = set()
+    for name, p in model.named_parameters(remove_duplicate=False):
         if id(p) in seen:
             continue
         seen.add(id(p))
-        n = p.numel()
-        total += n
-        if not _NOT_TEXT.search(name):
-            language += n
+        n = a = p.numel()
         m = _ROUTED.search(name)
         if m and top_k:
-            owner = name[: m.end() - 1]
-            e = experts_size.get(owner)
+            e = experts_size.get(name[: m.end() - 1])
             if e:
-                active += n * top_k // e
-                if (n * top_k) % e:
+                k = top_k[int(layer_of.match(name).group(1))] if layer_of.match(name) else top_k[0]
+                if (n * k) % e:
                     raise EngineError(f"{name}: {n} parameters do not split into {e} equal experts")
-                continue
-        active += n
+                a = n * k // e
+        total, active = total + n, active + a
+        language += 0 if _NOT_TEXT.search(name) else n
+        i = layer_of.match(name)
+        if i:
+            per_layer[int(i.group(1))][0] += n
+            per_layer[int(i.group(1))][1] += a
+        elif any(per_layer[j][0] for j in range(n_layers)):
+            last += n
+        else:
+            first += n
 
     windows = _windows(text, n_layers)
     shared = _shared_kv(text, n_layers)
-    out = []
+    heads = int(getattr(text, "num_attention_heads", 0) or 0)
+    d_model = int(getattr(text, "hidden_size", 0) or 0)
+    head_dim = int(getattr(text, "head_dim", 0) or (d_model // heads if heads else 0))
+    out, kv_heads = [], 0
     for i, layer in enumerate(layers):
-        kv, latent, sinks = _attention_kv(layer, text)
+        kv, latent, sinks, kv_proj, attn = _attention_kv(layer, text)
         state, rkind = _recurrent_state(layer)
+        if kv and not kv_heads:
+            kv_heads = heads if latent else kv // (2 * head_dim)
         if shared[i]:
             kv = 0
         if kv and state:
@@ -279,9 +319,32 @@ def describe(raw: dict[str, Any]) -> EngineModel:
             kind = "latent" if latent else ("window" if windows[i] else "full")
         else:
             kind = rkind or "feed-forward only"
-        out.append(Layer(kind=kind, kv_per_token=kv, window=windows[i] if kv else None, state=state, sinks=sinks))
+        params, act = per_layer[i]
+        widest = max(attn, act - attn) // d_model if d_model else 0
+        out.append(Layer(kind=kind, kv_per_token=kv, window=windows[i] if kv else None, state=state, sinks=sinks,
+                         params=params, active=act, kv_projection=kv_proj, widest=widest))
+    embed = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
+    tied = (embed is not None and head is not None and getattr(head, "weight", None) is not None
+            and head.weight is embed.weight)
+    mpe = getattr(text, "max_position_embeddings", 0)
     return EngineModel(model_type=str(raw.get("model_type")), config_class=type(cfg).__name__, total=total,
-                       active=active, language_total=language, layers=tuple(out), notes=tuple(notes))
+                       active=active, language_total=language, layers=tuple(out), notes=tuple(notes),
+                       d_model=d_model, vocab_size=int(getattr(text, "vocab_size", 0) or 0), n_heads=heads,
+                       n_kv_heads=kv_heads or heads, first_params=first, last_params=last,
+                       tied_head=embed.weight.numel() if tied else 0,
+                       max_positions=mpe if isinstance(mpe, int) else 0)
+
+
+def _top_k(text: Any, n_layers: int) -> list[int] | None:
+    """Experts each token runs, per layer (a config may give one number or one per layer); None: not stated."""
+    for key in _TOP_K:
+        k = getattr(text, key, None)
+        if isinstance(k, int) and not isinstance(k, bool) and k > 0:
+            return [k] * n_layers
+        if isinstance(k, (list, tuple)) and len(k) == n_layers and all(isinstance(x, int) for x in k):
+            return list(k)
+    return None
 
 
 def kv_bytes_per_token(m: EngineModel, kv_dtype: str = "bf16") -> float:
@@ -301,14 +364,22 @@ def state_bytes_per_sequence(m: EngineModel, dtype: str = "bf16") -> float:
     return sum(layer.state for layer in m.layers) * bytes_per_element(dtype)
 
 
-def layer_summary(m: EngineModel) -> str:
-    """e.g. ``"24 layers: 12 full, 12 window 128 (sinks)"``."""
-    counts: dict[str, int] = {}
+def layer_kinds(m: EngineModel) -> list[str]:
+    """Each layer's kind as the summary names it: ``"full"``, ``"window 128"``, ``"latent"``,
+    ``"linear_attention"``, ``"mamba"``, ``"hybrid, window 4096"``, ``"feed-forward only"``; `` (sinks)`` added for
+    attention with sink logits."""
+    out = []
     for layer in m.layers:
         label = f"window {layer.window}" if layer.kind == "window" else layer.kind
         if layer.kind == "hybrid" and layer.window:
             label = f"hybrid, window {layer.window}"
-        if layer.sinks:
-            label += " (sinks)"
+        out.append(label + (" (sinks)" if layer.sinks else ""))
+    return out
+
+
+def layer_summary(m: EngineModel) -> str:
+    """e.g. ``"24 layers: 12 window 128 (sinks), 12 full (sinks)"`` (kinds in order of first appearance)."""
+    counts: dict[str, int] = {}
+    for label in layer_kinds(m):
         counts[label] = counts.get(label, 0) + 1
     return f"{len(m.layers)} layers: " + ", ".join(f"{n} {k}" for k, n in counts.items())
