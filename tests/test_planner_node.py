@@ -104,3 +104,136 @@ def test_node_runner_sees_every_fixture_exactly() -> None:
              dtype="bf16", kvDtype="bf16")
     got = run_node([{"c": normalised(c), "o": o} for c in CONFIGS])
     assert [g["total"] for g in got] == [parameter_count(c).total for c in CONFIGS]
+
+
+# ---- the training mode: planner.js's trainingPlan against lib.planner.train_cli.training_report ----
+
+TRAIN_RUNNER = """
+const planner = require(process.argv[1]);
+const cases = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const P = planner(cases.bytes_per_dtype);
+process.stdout.write(JSON.stringify(cases.cases.map(({c, o}) => {
+  try { return P.trainingPlan(c, o); } catch (e) { return String(e.message); }
+})));
+"""
+LLAMA_FIXTURES = ["Llama-2-7b-hf", "Mistral-7B-v0.1", "Qwen2.5-7B-Instruct", "Qwen3-8B"]
+TRAIN_CONFIGS = {name: (json.loads((ROOT / "tests" / "fixtures" / f"{name}.config.json").read_text()),
+                        load_config(ROOT / "tests" / "fixtures" / f"{name}.config.json")) for name in LLAMA_FIXTURES}
+
+
+def run_node_training(cases: list[dict]) -> list:
+    out = subprocess.run([NODE, "-e", TRAIN_RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
+                         input=json.dumps({"bytes_per_dtype": BYTES_PER_DTYPE, "cases": cases}),
+                         capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)
+
+
+def _train_args(o: dict):
+    import argparse
+
+    return argparse.Namespace(
+        dtype=o["dtype"], context=o["context"], micro_batch=o["microBatch"], optimizer=o["optimizer"],
+        attention=o["attention"], checkpointing=o["checkpointing"], zero=o["zero"], gpus=o["gpus"], tp=o["tp"],
+        pp=o["pp"], lora_rank=o["loraRank"] or None, lora_targets=",".join(o["loraTargets"]),
+        tokens=o["tokens"], mfu=o["mfu"], peak_tflops=o["peakTflops"])
+
+
+@st.composite
+def training_workloads(draw):
+    name = draw(st.sampled_from(LLAMA_FIXTURES))
+    tp = draw(st.sampled_from([1, 2, 4]))
+    pp = draw(st.sampled_from([1, 2]))
+    rank = draw(st.sampled_from([0, 0, 8, 64]))
+    o = dict(dtype=draw(st.sampled_from(["bf16", "fp32"] + (["int4", "fp8"] if rank else []))),
+             context=draw(st.integers(1, 32_768)), microBatch=draw(st.integers(1, 8)),
+             optimizer=draw(st.sampled_from(["adamw", "adamw8bit", "sgd"])),
+             attention=draw(st.sampled_from(["eager", "flash"])),
+             checkpointing=draw(st.sampled_from(["none", "full", "every:1", "every:3", "every:4", "every:100"])),
+             zero=draw(st.sampled_from([0, 1] if pp > 1 else [0, 1, 2, 3])), tp=tp, pp=pp,
+             gpus=tp * pp * draw(st.sampled_from([1, 3, 8])), loraRank=rank,
+             loraTargets=draw(st.sampled_from([["q_proj", "v_proj"], ["q_proj", "k_proj", "v_proj", "o_proj",
+                                                                       "gate_proj", "up_proj", "down_proj"]])),
+             tokens=draw(st.sampled_from([None, 10**9, 2 * 10**12])), mfu=draw(st.sampled_from([0.3, 0.55])),
+             peakTflops=draw(st.sampled_from([989.0, 312.0])))
+    return name, o
+
+
+def _assert_training_equal(name: str, o: dict, js) -> None:
+    from lib.planner.train_cli import training_report
+
+    raw, _ = TRAIN_CONFIGS[name]
+    r = training_report(raw, _train_args(o))
+    assert isinstance(js, dict), (name, o, js)
+    got = {k: js[k] for k in ("weights", "gradients", "optimizer", "activation", "total", "trainable", "parameters",
+                              "flopsPerToken")}
+    want = {"weights": r["weights_bytes"], "gradients": r["gradients_bytes"], "optimizer": r["optimizer_bytes"],
+            "activation": r["activation_bytes"], "total": r["total_bytes_per_gpu"],
+            "trainable": r["trainable_parameters"], "parameters": r["parameters"],
+            "flopsPerToken": r["flops_per_token"]}
+    assert got == want, (name, o)
+    assert js["flopsPerStep"] == pytest.approx(r["flops_per_step"], rel=1e-15)  # beyond 2^53 a double rounds
+    assert ("gpuHours" in js) == ("gpu_hours" in r)
+    if "gpu_hours" in r:
+        assert js["gpuHours"] == pytest.approx(r["gpu_hours"], rel=1e-15)
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed (Debian: apt-get install nodejs)")
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(training_workloads(), min_size=1, max_size=8))
+def test_planner_js_training_equals_training_report(batch) -> None:
+    got = run_node_training([{"c": normalised(TRAIN_CONFIGS[name][1]), "o": o} for name, o in batch])
+    for (name, o), js in zip(batch, got, strict=True):
+        _assert_training_equal(name, o, js)
+
+
+BASE_TRAIN = dict(dtype="bf16", context=2048, microBatch=1, optimizer="adamw", attention="eager",
+                  checkpointing="none", zero=0, gpus=1, tp=1, pp=1, loraRank=0, loraTargets=["q_proj", "v_proj"],
+                  tokens=None, mfu=0.4, peakTflops=989.0)
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+@pytest.mark.parametrize("name", LLAMA_FIXTURES)
+def test_planner_js_training_fixed_settings(name) -> None:
+    """Named settings on every Llama-style fixture: eager, no checkpointing (the activations the book counts on
+    the meta device), flash with checkpointing every 4 layers under ZeRO 3 on 16 GPUs, QLoRA in int4."""
+    settings_ = [BASE_TRAIN,
+                 {**BASE_TRAIN, "attention": "flash", "checkpointing": "every:4", "zero": 3, "gpus": 16, "tp": 2,
+                  "tokens": 10**12},
+                 {**BASE_TRAIN, "dtype": "int4", "loraRank": 16, "optimizer": "adamw8bit", "checkpointing": "full"}]
+    got = run_node_training([{"c": normalised(TRAIN_CONFIGS[name][1]), "o": o} for o in settings_])
+    for o, js in zip(settings_, got, strict=True):
+        _assert_training_equal(name, o, js)
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_planner_js_training_refusals() -> None:
+    """What the Python planner refuses, the page refuses with a line; a family the page cannot count is named."""
+    c = normalised(TRAIN_CONFIGS["Llama-2-7b-hf"][1])
+    gpt2 = normalised(load_config(ROOT / "tests" / "fixtures" / "gpt2.config.json"))
+    cases = [{"c": c, "o": {**BASE_TRAIN, "dtype": "int4"}}, {"c": c, "o": {**BASE_TRAIN, "gpus": 3, "tp": 2}},
+             {"c": c, "o": {**BASE_TRAIN, "checkpointing": "every:0"}},
+             {"c": c, "o": {**BASE_TRAIN, "pp": 2, "gpus": 2, "zero": 2}}, {"c": gpt2, "o": BASE_TRAIN}]
+    got = run_node_training(cases)
+    assert all(isinstance(g, str) for g in got), got
+    assert "LoRA" in got[0] and "multiple" in got[1] and "every:K" in got[2] and "pipeline" in got[3]
+    assert "gpt2" in got[4] and "--train" in got[4]
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_planner_js_layer_kinds() -> None:
+    """The per-layer line equals lib.planner.cli.layer_kinds for every fixture; a description's own list of
+    kinds, when present, is counted as given."""
+    from lib.planner.cli import layer_kinds
+
+    runner = """
+const P = require(process.argv[1])({});
+const cs = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+process.stdout.write(JSON.stringify(cs.map((c) => P.layerKinds(c))));
+"""
+    descs = [normalised(c) for c in CONFIGS]
+    own = {**descs[0], "n_layers": 4, "layer_kinds": ["full", "linear", "linear", "full"]}
+    out = subprocess.run([NODE, "-e", runner, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
+                         input=json.dumps(descs + [own]), capture_output=True, text=True, timeout=60, check=True)
+    got = json.loads(out.stdout)
+    assert got[:-1] == [layer_kinds(c) for c in CONFIGS]
+    assert got[-1] == "4 layers: 2 full, 2 linear"

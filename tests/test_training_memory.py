@@ -104,9 +104,9 @@ def test_optimizer_states_counted_after_one_step():
 
 
 def _tiny(model_type: str, attention: str, **extra):
-    cfgd = dict(model_type=model_type, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
-                intermediate_size=160, head_dim=16, num_hidden_layers=2, vocab_size=97,
-                max_position_embeddings=256, **extra)
+    cfgd = {**dict(model_type=model_type, hidden_size=64, num_attention_heads=4, num_key_value_heads=2,
+                   intermediate_size=160, head_dim=16, num_hidden_layers=2, vocab_size=97,
+                   max_position_embeddings=256), **extra}
     torch.manual_seed(0)
     cfg = transformers.AutoConfig.for_model(**cfgd)
     model = transformers.AutoModelForCausalLM.from_config(cfg, dtype=torch.bfloat16,
@@ -337,3 +337,81 @@ def test_meta_count_with_a_tiled_kernel_matches_the_closed_form(name):
     got = meta_activation_bytes(cfg, 1, 2048, "bf16", s.n_heads, "flash")
     total = got["outside"] + s.n_layers * got["per_layer"]
     assert total == T.llama_activation_bytes(s, 1, 2048, 2, "flash")["total"]
+
+
+def _checkpoint_only(model, layers: list[int]) -> None:
+    """transformers' checkpointing on the named decoder layers only (the others keep what autograd saves)."""
+    model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
+    for i, layer in enumerate(model.model.layers):
+        layer.gradient_checkpointing = i in layers
+
+
+@pytest.mark.parametrize("spec", ["every:2", "every:3", "every:5", "full"])
+def test_selective_checkpointing_keeps_what_the_closed_form_says(spec):
+    """every:K: the checkpointed layers keep their input, the others everything; counted on a 5-layer model
+    with real tensors. RoPE's tables stay in the count while any layer is not checkpointed."""
+    model, s = _tiny("llama", "eager", use_cache=False, num_hidden_layers=5)
+    layers = T.checkpointed_layers(spec, s.n_layers)
+    _checkpoint_only(model, layers)
+    ids = torch.randint(0, 97, (1, 40))
+    counted = T.count_saved_bytes(lambda: model(input_ids=ids, labels=ids), model.parameters()).bytes
+    parts = T.llama_activation_bytes(s, 1, 40, 2, "eager", checkpointing=spec)
+    rope = parts["RoPE cos and sin"] if len(layers) == s.n_layers else 0
+    assert counted == parts["total"] - parts["one layer recomputed"] - rope
+    assert parts["layers"] == (5 - len(layers)) * T.llama_layer_bytes(s, 1, 40, 2)["total"] + len(layers) * 2 * 40 * 64
+
+
+def test_checkpointed_layers_spec():
+    assert T.checkpointed_layers("none", 7) == [] and T.checkpointed_layers("full", 3) == [0, 1, 2]
+    assert T.checkpointed_layers("every:3", 7) == [0, 3, 6] and T.checkpointed_layers("every:1", 2) == [0, 1]
+    for bad in ("every:0", "every:", "every:x", "half", "every:-1"):
+        with pytest.raises(ValueError, match="every:K"):
+            T.checkpointed_layers(bad, 4)
+
+
+def test_recompute_flops_equal_a_second_forward_of_the_layers():
+    """The extra FLOPs of every:K are one more forward pass of the checkpointed layers: FlopCounterMode on the
+    forward of those layers alone (eager, both halves of the causal scores)."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    model, s = _tiny("llama", "eager", use_cache=False, num_hidden_layers=4)
+    n = 32
+    x = torch.randn(1, n, s.d, dtype=torch.bfloat16)
+    pos = torch.arange(n)[None]
+    rope = model.model.rotary_emb(x, pos)
+    with FlopCounterMode(display=False) as fc, torch.no_grad():
+        model.model.layers[0](x, position_embeddings=rope, attention_mask=None, position_ids=pos)
+    layer_fwd = fc.get_total_flops()
+    per_layer = (s.matmul_parameters() - s.vocab * s.d) / s.n_layers
+    assert T.recompute_flops_per_token(per_layer, n, s.n_heads * s.head_dim, 1) * n == layer_fwd
+    cfg = {**_fixture_configs()["Llama-2-7b-hf"]}
+    sh = T.llama_shape(cfg)
+    none = training_report(cfg, _args("--context", "2048", "--attention", "eager"))["flops_per_token"]
+    for spec, c in (("full", 32), ("every:4", 8)):
+        r = training_report(cfg, _args("--context", "2048", "--attention", "eager", "--checkpointing", spec))
+        layer = (sh.matmul_parameters() - sh.vocab * sh.d) // 32
+        assert r["flops_per_token"] - none == c * (2 * layer + 4 * 2048 * sh.n_heads * sh.head_dim)
+
+
+def test_bitsandbytes_adam8bit_states_match_the_layout():
+    """bitsandbytes' Adam8bit, built and stepped on CPU tensors: its state tensors (each storage once) are the
+    layout of adam8bit_state_bytes, the two shared 256-entry code books included."""
+    import logging
+
+    logging.getLogger("bitsandbytes").setLevel(logging.ERROR)
+    bnb = pytest.importorskip("bitsandbytes")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 128), torch.nn.GELU(), torch.nn.Linear(128, 40),
+                                torch.nn.LayerNorm(40))
+    opt = bnb.optim.Adam8bit(model.parameters(), lr=1e-3)
+    model(torch.randn(3, 64)).square().mean().backward()
+    opt.step()
+    seen, total = set(), 0
+    for prm in model.parameters():
+        for v in opt.state[prm].values():
+            if torch.is_tensor(v) and v.untyped_storage()._cdata not in seen:
+                seen.add(v.untyped_storage()._cdata)
+                total += v.untyped_storage().nbytes()
+    numels = [q.numel() for q in model.parameters()]
+    assert total == T.adam8bit_state_bytes(numels, include_maps=True)
+    assert total - T.adam8bit_state_bytes(numels) == T.BNB_QMAP_BYTES

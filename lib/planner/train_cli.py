@@ -90,6 +90,14 @@ def _fraction(text: str) -> float:
     return v
 
 
+def _checkpointing(text: str) -> str:
+    try:
+        T.checkpointed_layers(text, 1)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """Add the training options (a group headed ``training``) to the planner's ``parser``."""
     g = parser.add_argument_group("training (--train)", "memory per GPU and compute of one training step;"
@@ -101,8 +109,9 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
                         " in 8 bits, blockwise; sgd: momentum")
     g.add_argument("--attention", choices=("eager", "flash"), default="flash",
                    help="eager keeps the n x n probabilities; flash a tiled kernel's row statistics")
-    g.add_argument("--checkpointing", choices=("none", "full"), default="none",
-                   help="full: keep each layer's input, recompute its forward pass in the backward")
+    g.add_argument("--checkpointing", type=_checkpointing, default="none", metavar="{none,full,every:K}",
+                   help="full: every layer keeps only its input and recomputes its forward pass in the backward;"
+                        " every:K: the same for layers 0, K, 2K, ... (ceil(L/K) of L)")
     g.add_argument("--zero", type=int, choices=(0, 1, 2, 3), default=0,
                    help="ZeRO stage over the data-parallel GPUs: 1 optimizer, 2 + gradients, 3 + weights")
     g.add_argument("--gpus", type=_positive_int, default=1, help="GPUs in all (= tp x pp x data parallel)")
@@ -183,6 +192,10 @@ def _check(args: Any) -> tuple[str, int, int, int, int, int]:
     if zero and pp > 1 and zero > 1:
         raise TrainingInputError(f"--zero {zero} with pipeline parallelism (--pp {pp}) is not planned:"
                                  " DeepSpeed allows only ZeRO stage 0 or 1 with pipelines")
+    try:
+        T.checkpointed_layers(_get(args, "checkpointing", "none"), 1)
+    except ValueError as e:
+        raise TrainingInputError(f"--checkpointing: {e}") from None
     n = _get(args, "context", 4096)
     return dtype, gpus, tp, pp, gpus // (tp * pp), n
 
@@ -229,10 +242,10 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
         layer_bytes, outside = counted["per_layer"], counted["outside"]
         method = "meta-device count"
         assumptions += counted["assumptions"]
-        if ckpt == "full":
-            parts = {"layers": L * p * b * n * d, "one layer recomputed": layer_bytes}
-        else:
-            parts = {"layers": L * layer_bytes}
+        c = len(T.checkpointed_layers(ckpt, L))
+        parts = {"layers": (L - c) * layer_bytes + c * p * b * n * d}
+        if c:
+            parts["one layer recomputed"] = layer_bytes
     # parallelism: TP splits every layer's activations (with sequence parallelism), PP gives each stage L/pp
     # layers and, under 1F1B, pp micro-batches in flight on the first stage: L layers' worth in all
     layer_part = parts["layers"] / tp + parts.get("one layer recomputed", 0) / tp
@@ -282,8 +295,13 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
         attn //= 2
     dense = (6 if not rank else 4) * n_matmul + (6 * trainable if rank else 0)
     flops_token = dense + attn
-    if ckpt == "full":
-        flops_token += 2 * n_matmul + attn // 3  # one more forward pass
+    recomputed = len(T.checkpointed_layers(ckpt, L))
+    if recomputed:  # one more forward pass of each checkpointed layer (not of the LM head)
+        vocab = config.get("vocab_size") or 0
+        flops_token += T.recompute_flops_per_token((n_matmul - vocab * d) / L, n, attn_width, recomputed,
+                                                   attention == "flash")
+        assumptions.append(f"checkpointing {ckpt}: {recomputed} of {L} layers keep only their input and run"
+                           " their forward pass again in the backward pass")
     out: dict[str, Any] = {
         "weights_bytes": int(math.ceil(weights)),
         "gradients_bytes": int(math.ceil(grads)),

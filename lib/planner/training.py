@@ -44,6 +44,7 @@ __all__ = [
     "Recipe",
     "state_bytes",
     "adam8bit_state_bytes",
+    "BNB_QMAP_BYTES",
     "zero_state_bytes",
     "SavedTensors",
     "count_saved_bytes",
@@ -56,6 +57,8 @@ __all__ = [
     "llama_layer_bytes",
     "llama_activation_bytes",
     "llama_checkpointed_bytes",
+    "checkpointed_layers",
+    "recompute_flops_per_token",
     "korthikanti_layer_bytes",
     "meta_model",
     "meta_saved",
@@ -103,10 +106,13 @@ RECIPES: dict[str, Recipe] = {
                         " (256 values share one fp32 scale each)"),
 }
 
-#: bitsandbytes' 8-bit optimizers quantise in blocks of 256 values, with one fp32 absmax per block and state,
-#: and keep tensors under 4096 elements in fp32 (``min_8bit_size``).
+#: bitsandbytes' 8-bit optimizers (``Optimizer2State.init_state`` in ``bitsandbytes/optim/optimizer.py``,
+#: release 0.50.2) quantise each moment in blocks of 256 values with one fp32 absmax per block, keep tensors under
+#: 4096 elements (``min_8bit_size``) in fp32, and share two 256-entry fp32 code books (``qmap1`` signed for m,
+#: ``qmap2`` unsigned for v) between all parameters: 2 KiB per optimizer.
 BNB_BLOCK = 256
 BNB_MIN_8BIT_SIZE = 4096
+BNB_QMAP_BYTES = 2 * 256 * 4
 
 
 def _recipe(name: str) -> Recipe:
@@ -121,18 +127,23 @@ def _count(n: Any, name: str) -> int:
     return n
 
 
-def adam8bit_state_bytes(numels: Iterable[int]) -> int:
+def adam8bit_state_bytes(numels: Iterable[int], include_maps: bool = False) -> int:
     """Bytes of 8-bit Adam's two moment states for tensors of the given sizes (bitsandbytes' layout).
 
-    A tensor of ``k >= 4096`` elements keeps ``m`` and ``v`` as int8 plus one fp32 absmax per block of 256 for
-    each: ``2 k + 2 * 4 * ceil(k / 256)``; a smaller one keeps both in fp32, ``8 k``. The fp32 master copy is
+    A tensor of ``k >= 4096`` elements keeps ``m`` and ``v`` as uint8 plus one fp32 absmax per block of 256 for
+    each: ``2 k + 2 * 4 * ceil(k / 256)``; a smaller one keeps both in fp32, ``8 k``. ``include_maps`` adds the
+    two shared code books (:data:`BNB_QMAP_BYTES`, once, if any tensor is quantised). The fp32 master copy is
     not included.
     """
-    total = 0
+    total, quantised = 0, False
     for k in numels:
         k = _count(k, "numel")
-        total += 2 * k + 8 * math.ceil(k / BNB_BLOCK) if k >= BNB_MIN_8BIT_SIZE else 8 * k
-    return total
+        if k >= BNB_MIN_8BIT_SIZE:
+            total += 2 * k + 8 * math.ceil(k / BNB_BLOCK)
+            quantised = True
+        else:
+            total += 8 * k
+    return total + (BNB_QMAP_BYTES if include_maps and quantised else 0)
 
 
 def state_bytes(n_params: int, recipe: str = "adamw", trainable: int | None = None) -> dict[str, float]:
@@ -407,6 +418,26 @@ def llama_layer_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str 
     return parts
 
 
+def checkpointed_layers(spec: str, n_layers: int) -> list[int]:
+    """The layers (0-based) a checkpointing ``spec`` recomputes: ``"none"`` none, ``"full"`` all, ``"every:K"``
+    layers ``0, K, 2K, ...`` (``ceil(L / K)`` of them; ``every:1`` is ``full``).
+
+    A checkpointed layer keeps only its input during the forward pass and runs its forward pass again in the
+    backward pass; the others keep everything autograd saves.
+    """
+    if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
+        raise ValueError(f"n_layers must be a positive int, got {n_layers!r}")
+    if spec == "none":
+        return []
+    if spec == "full":
+        return list(range(n_layers))
+    if isinstance(spec, str) and spec.startswith("every:"):
+        k = spec.removeprefix("every:")
+        if k.isdigit() and int(k) >= 1:
+            return list(range(0, n_layers, int(k)))
+    raise ValueError(f"checkpointing must be 'none', 'full' or 'every:K' with K a positive integer, got {spec!r}")
+
+
 def llama_activation_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager",
                            checkpointing: str = "none") -> dict[str, int]:
     """Activation bytes of one training step of a Llama-style model with the loss, by part.
@@ -415,25 +446,27 @@ def llama_activation_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention:
     each, kept once for all layers), the final norm, the LM head's input, the log-probabilities in fp32
     (transformers upcasts the logits before the loss: ``4 b n V``) and the labels, padded by one and shifted
     (with ``b = 1`` a view of the padded ``n + 1`` storage, else a copy of ``b n``; on the meta device the copy
-    keeps ``b (n + 1)``, 8 b bytes more). ``checkpointing="full"`` keeps each layer's input (``p b n d``) and,
-    during the backward pass, one layer's recomputed activations at a time (:func:`llama_checkpointed_bytes`).
+    keeps ``b (n + 1)``, 8 b bytes more).
+
+    ``checkpointing`` (:func:`checkpointed_layers`): each of the ``c`` checkpointed layers keeps only its input
+    (``p b n d``), the other ``L - c`` keep :func:`llama_layer_bytes`; with ``c > 0`` the backward pass
+    rebuilds one checkpointed layer at a time, so the peak adds one layer's activations (``"one layer
+    recomputed"``). ``"full"`` is ``c = L``.
     """
-    if checkpointing not in ("none", "full"):
-        raise ValueError(f"checkpointing must be 'none' or 'full', got {checkpointing!r}")
+    c = len(checkpointed_layers(checkpointing, s.n_layers))
     t = b * n
     layer = llama_layer_bytes(s, b, n, p, attention)["total"]
     parts = {
         "token ids": 8 * t,
         "RoPE cos and sin": 2 * p * n * s.head_dim,
-        "layers": s.n_layers * layer,
+        "layers": (s.n_layers - c) * layer + c * p * t * s.d,
         "final norm": _rms_norm_bytes(t, s.d, p),
         "LM head input": p * t * s.d,
         "log-probabilities (fp32)": 4 * t * s.vocab,
         "labels": 8 * (b * n + 1) if b == 1 else 8 * b * n,
         "loss normaliser": 4,
     }
-    if checkpointing == "full":
-        parts["layers"] = s.n_layers * p * t * s.d
+    if c:
         parts["one layer recomputed"] = layer
     parts["total"] = sum(parts.values())
     return parts
@@ -443,6 +476,15 @@ def llama_checkpointed_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attentio
     """Full activation checkpointing: each layer's input is kept (``L p b n d``); in the backward pass one
     layer at a time is recomputed, so the peak adds one layer's activations (:func:`llama_layer_bytes`)."""
     return s.n_layers * p * b * n * s.d + llama_layer_bytes(s, b, n, p, attention)["total"]
+
+
+def recompute_flops_per_token(layer_matmul_params: float, n: int, attn_width: int, recomputed: int,
+                              causal_half: bool = False) -> int:
+    """Extra FLOPs per token of checkpointing: one more forward pass of each of the ``recomputed`` layers,
+    ``2`` per matrix parameter of the layer plus attention's forward ``4 n d_attn`` (``QK^T`` and ``A V``;
+    half for a kernel that skips the masked half). The LM head and the loss are not recomputed."""
+    attn = 4 * n * attn_width
+    return int(recomputed * (2 * layer_matmul_params + (attn // 2 if causal_half else attn)))
 
 
 def korthikanti_layer_bytes(s: int, b: int, h: int, a: int) -> float:

@@ -1,8 +1,8 @@
-// The capacity planner in the browser: the generic formulas of lib.planner.counts, lib.planner.cache and lib.planner.serving, line for
-// line, and a small form. Family quirks are not here: lib.planner.cli.planner_html embeds the presets' normalised
-// descriptions (lib.planner.cli.normalised), read once in Python. tests/test_planner_node.py runs these functions
-// under Node against lib.sizing.
-// tests/browser/test_planner.py fills the form in Chromium and compares every output with lib.sizing.
+// The capacity planner in the browser: the generic formulas of lib.planner.counts, lib.planner.cache,
+// lib.planner.serving and, for a training step, lib.planner.training and lib.planner.train_cli, line for line,
+// and a small form. Family quirks are not here: lib.planner.cli.planner_html embeds the presets' normalised
+// descriptions (lib.planner.cli.normalised), read once in Python; the same functions run under Node and in a
+// browser against the Python planner, number for number.
 // Units: GB = 1e9 bytes, GiB = 2^30 bytes (lib/constants.py); bytes per element as lib.constants.BYTES_PER_DTYPE.
 (function () {
   "use strict";
@@ -121,8 +121,133 @@
       if (best === null) throw new Error("the model does not fit on any tensor-parallel group up to " + (o.maxTp || 64));
       return { plan: best, weightsBytes: weights, kvTotalBytes: kvTotal, cached: cachedTokenLayers(c, o.context) };
     }
+
+    // Each layer's kind in one line (lib.planner.cli.layer_kinds): "42 layers: 21 window 4096, 21 full". A
+    // description that carries its own per-layer kinds (a list of labels, or the line itself) is shown as given.
+    function layerKinds(c) {
+      const given = c.layer_kinds;
+      if (typeof given === "string" && given) return given;
+      const labels = Array.isArray(given) && given.length === c.n_layers ? given.map(String)
+        : windows(c).map((w) => (w ? "window " + w : (c.kv_lora_rank ? "latent" : "full")));
+      const counts = new Map();
+      for (const k of labels) counts.set(k, (counts.get(k) || 0) + 1);
+      return c.n_layers + " layers: " + Array.from(counts, ([k, n]) => n + " " + k).join(", ");
+    }
+
+    // ---- one training step (lib.planner.training, lib.planner.train_cli) ----
+    const LLAMA_STYLE = ["llama", "mistral", "qwen2", "qwen3"];
+    // lib.planner.training.RECIPES: [weights, gradients, optimizer] bytes per parameter
+    const RECIPES = { "adamw": [2, 2, 12], "adamw-fp32": [4, 4, 8], "sgd": [2, 2, 8],
+      "adamw8bit": [2, 2, 4 + 2 + 8 / 256] };
+    const ACT_BYTES = { bf16: 2, fp16: 2, fp32: 4 };
+    const QUANTIZED_BASE = { fp8: 1, int8: 1, int4: 0.5 };
+    const LORA_TARGETS = ["q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"];
+    // lib.planner.training.llama_shape, from the normalised description
+    function llamaShape(c) {
+      if (!LLAMA_STYLE.includes(c.model_type)) {
+        throw new Error("the training mode here covers the Llama-style families (" + LLAMA_STYLE.join(", ") +
+          "); for " + c.model_type + " run python -m lib.sizing CONFIG --train, which counts its activations");
+      }
+      return { d: c.d_model, h: c.n_heads, hk: c.n_kv_heads, hd: c.head_dim, dff: c.d_ff, L: c.n_layers,
+        V: c.vocab_size, qkNorm: c.qk_norm === "head", qkvBias: !!c.qkv_bias, tied: !!c.tie_embeddings };
+    }
+    // LlamaShape.layer_parameters, parameters, matmul_parameters
+    function llamaParameters(s) {
+      const q = s.h * s.hd, kv = s.hk * s.hd;
+      const perLayerMatmul = s.d * (q + 2 * kv) + q * s.d + 3 * s.d * s.dff;
+      const layer = perLayerMatmul + 2 * s.d + (s.qkvBias ? q + 2 * kv : 0) + (s.qkNorm ? 2 * s.hd : 0);
+      return { total: s.L * layer + s.V * s.d * (s.tied ? 1 : 2) + s.d, matmul: s.L * perLayerMatmul + s.V * s.d };
+    }
+    // lib.planner.training._rms_norm_bytes
+    function rmsNormBytes(tokens, width, p) {
+      return p < 4 ? tokens * (4 * width + 4 + p * width) : tokens * (4 * width + 4 + 4 * width);
+    }
+    // lib.planner.training.llama_layer_bytes (total)
+    function llamaLayerBytes(s, b, n, p, attention) {
+      const t = b * n;
+      let bytes = rmsNormBytes(t, s.d, p) + p * t * s.d;
+      if (s.qkNorm) bytes += rmsNormBytes(t * s.h, s.hd, p) + rmsNormBytes(t * s.hk, s.hd, p);
+      if (attention === "eager") {
+        bytes += p * t * s.hd * (s.h + 2 * s.h) + 4 * b * s.h * n * n + (p < 4 ? p * b * s.h * n * n : 0);
+      } else if (attention === "flash") {
+        bytes += p * t * s.hd * (s.h + 2 * s.hk) + 4 * b * s.h * n;
+      } else throw new Error("attention must be eager or flash");
+      return bytes + p * t * s.h * s.hd + rmsNormBytes(t, s.d, p) + p * t * s.d + 4 * p * t * s.dff;
+    }
+    // lib.planner.training.checkpointed_layers: how many layers keep only their input
+    function checkpointedLayers(spec, L) {
+      if (spec === "none") return 0;
+      if (spec === "full") return L;
+      const m = /^every:([0-9]+)$/.exec(spec);
+      if (m && Number(m[1]) >= 1) return Math.ceil(L / Number(m[1]));
+      throw new Error("checkpointing must be none, full or every:K with K a positive integer, got " + spec);
+    }
+    // lib.planner.training.llama_activation_bytes: [layers, one layer recomputed, outside the layers]
+    function llamaActivationBytes(s, b, n, p, attention, spec) {
+      const c = checkpointedLayers(spec, s.L), t = b * n, layer = llamaLayerBytes(s, b, n, p, attention);
+      const outside = 8 * t + 2 * p * n * s.hd + rmsNormBytes(t, s.d, p) + p * t * s.d + 4 * t * s.V +
+        (b === 1 ? 8 * (b * n + 1) : 8 * b * n) + 4;
+      return { layers: (s.L - c) * layer + c * p * t * s.d, recomputed: c ? layer : 0, outside: outside,
+        checkpointed: c };
+    }
+    // lib.planner.training.lora_parameters
+    function loraParameters(s, rank, targets) {
+      const q = s.h * s.hd, kv = s.hk * s.hd;
+      const shapes = { q_proj: s.d + q, k_proj: s.d + kv, v_proj: s.d + kv, o_proj: q + s.d,
+        gate_proj: s.d + s.dff, up_proj: s.d + s.dff, down_proj: s.dff + s.d };
+      const bad = targets.filter((t) => !LORA_TARGETS.includes(t));
+      if (bad.length || !targets.length) throw new Error("LoRA targets must be among " + LORA_TARGETS.join(", "));
+      return s.L * Array.from(new Set(targets)).reduce((acc, t) => acc + rank * shapes[t], 0);
+    }
+    // lib.planner.train_cli.training_report for a Llama-style description; o: dtype, context, microBatch,
+    // optimizer, attention, checkpointing, zero, gpus, tp, pp, loraRank (0: none), loraTargets, tokens, mfu,
+    // peakTflops
+    function trainingPlan(c, o) {
+      const dtype = o.dtype, rank = o.loraRank || 0;
+      if (!(dtype in ACT_BYTES) && !(rank && dtype in QUANTIZED_BASE)) {
+        throw new Error(dtype + " cannot be trained: use bf16, fp16 or fp32 (a frozen base in fp8, int8 or int4 needs a LoRA rank)");
+      }
+      for (const k of ["gpus", "tp", "pp", "microBatch", "context"]) {
+        if (!Number.isInteger(o[k]) || o[k] < 1) throw new Error(k + " must be a positive whole number");
+      }
+      if (o.gpus % (o.tp * o.pp)) throw new Error(o.gpus + " GPUs are not a multiple of tp " + o.tp + " x pp " + o.pp);
+      if (![0, 1, 2, 3].includes(o.zero)) throw new Error("ZeRO stage must be 0, 1, 2 or 3");
+      if (o.zero > 1 && o.pp > 1) throw new Error("ZeRO stage " + o.zero + " with pipeline parallelism is not planned");
+      const s = llamaShape(c), dp = o.gpus / (o.tp * o.pp), b = o.microBatch, n = o.context;
+      const p = ACT_BYTES[dtype] || 2;
+      const act = llamaActivationBytes(s, b, n, p, o.attention, o.checkpointing);
+      const activation = act.layers / o.tp + act.recomputed / o.tp + act.outside / o.tp;
+      const params = llamaParameters(s);
+      const trainable = rank ? loraParameters(s, rank, o.loraTargets) : params.total;
+      if (!(o.optimizer in { adamw: 1, adamw8bit: 1, sgd: 1 })) throw new Error("unknown optimizer " + o.optimizer);
+      const recipe = o.optimizer === "adamw" ? (p === 2 ? "adamw" : "adamw-fp32") : o.optimizer;
+      const [rw, rg, ro] = RECIPES[recipe];
+      const baseW = rank ? params.total * (QUANTIZED_BASE[dtype] || ACT_BYTES[dtype]) : rw * trainable;
+      const loraW = rank ? rw * trainable : 0, mp = o.tp * o.pp;
+      const weights = (baseW + loraW) / (mp * (o.zero >= 3 ? dp : 1));
+      const grads = rg * trainable / (mp * (o.zero >= 2 ? dp : 1));
+      const opt = ro * trainable / (mp * (o.zero >= 1 ? dp : 1));
+      let attn = 12 * s.L * n * s.h * s.hd;
+      if (o.attention === "flash") attn = Math.floor(attn / 2);
+      let flopsToken = (rank ? 4 : 6) * params.matmul + (rank ? 6 * trainable : 0) + attn;
+      if (act.checkpointed) {  // lib.planner.training.recompute_flops_per_token
+        const a = 4 * n * s.h * s.hd, layerMatmul = (params.matmul - s.V * s.d) / s.L;
+        flopsToken += Math.trunc(act.checkpointed * (2 * layerMatmul + (o.attention === "flash" ? Math.floor(a / 2) : a)));
+      }
+      const out = { weights: Math.ceil(weights), gradients: Math.ceil(grads), optimizer: Math.ceil(opt),
+        activation: Math.ceil(activation), trainable: trainable, parameters: params.total, flopsPerToken: flopsToken,
+        flopsPerStep: flopsToken * b * n * dp, dp: dp, checkpointed: act.checkpointed, layers: s.L };
+      out.total = out.weights + out.gradients + out.optimizer + out.activation;
+      if (o.tokens) {
+        if (!(o.mfu > 0 && o.mfu <= 1)) throw new Error("MFU must lie in (0, 1]");
+        if (!(o.peakTflops > 0)) throw new Error("peak TFLOP/s must be positive");
+        out.gpuHours = flopsToken * o.tokens / (o.peakTflops * 1e12 * o.mfu) / 3600;
+      }
+      return out;
+    }
     return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, cachedTokenLayers, kvBytesPerSequence,
-      validTpDegrees, tpLayout, planGpus, windows };
+      validTpDegrees, tpLayout, planGpus, windows, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
+      checkpointedLayers, llamaActivationBytes, loraParameters, trainingPlan };
   }
 
   const FIELDS = [
@@ -132,6 +257,16 @@
   ];
   const WORKLOAD = [["context", "context (tokens)", 4096], ["users", "concurrent sequences", 1],
     ["gpu_memory", "GPU memory", 80], ["memory_fraction", "usable fraction", 0.9], ["overhead", "overhead per GPU (GB)", 0]];
+
+  // the training step's inputs: [name, label, default]; the context above is the sequence length
+  const TRAIN_NUMBERS = [["micro_batch", "micro-batch (sequences per GPU)", 1], ["gpus", "GPUs", 1],
+    ["tp", "tensor parallel", 1], ["pp", "pipeline parallel", 1], ["lora_rank", "LoRA rank (0: full training)", 0],
+    ["tokens", "training tokens (0: no time)", 0], ["mfu", "MFU", 0.4], ["peak_tflops", "peak TFLOP/s per GPU", 989]];
+  const TRAIN_CHOICES = [["train_dtype", "weights and activations", ["bf16", "fp16", "fp32", "fp8", "int8", "int4"], "bf16"],
+    ["optimizer", "optimizer", ["adamw", "adamw8bit", "sgd"], "adamw"], ["attention", "attention", ["flash", "eager"], "flash"],
+    ["zero", "ZeRO stage", ["0", "1", "2", "3"], "0"]];
+  const TRAIN_TEXT = [["checkpointing", "checkpointing (none, full, every:K)", "none"],
+    ["lora_targets", "LoRA targets", "q_proj,v_proj"]];
 
   function fmt(x, digits) { return x.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits }); }
 
@@ -169,13 +304,41 @@
     const OUT = [["params_total", "parameters (total)"], ["params_active", "parameters (active per token)"],
       ["weights", "weights"], ["kv_token", "KV cache per token"], ["kv_total", "KV cache, all sequences"],
       ["total", "weights + cache"], ["naive", "naive GPU count"], ["gpus", "GPUs (serving rules)"],
-      ["layout", "layout"], ["error", "problem"]];
+      ["layout", "layout"], ["layer_kinds", "layers"], ["error", "problem"]];
     const cells = {};
     for (const [key, label] of OUT) {
       const tr = el("tr"); tr.appendChild(el("th", {}, label));
       const td = el("td", { id: "planner-out-" + key }); tr.appendChild(td); out.appendChild(tr); cells[key] = td;
     }
+    // the training step: a second form and table (ids planner-train-*), the same preset and context
+    root.appendChild(el("h4", {}, "One training step (per GPU)"));
+    const tform = el("form", { class: "planner-form" });
+    tform.addEventListener("submit", (ev) => ev.preventDefault());
+    const trow = (label, inp) => { const l = el("label", {}, label + " "); l.appendChild(inp); tform.appendChild(l); };
+    for (const [name, label, options, value] of TRAIN_CHOICES) {
+      const s = select(name, options, value); s.id = "planner-train-" + name; s.name = "train-" + name; trow(label, s);
+    }
+    for (const [name, label, value] of TRAIN_NUMBERS) {
+      trow(label, el("input", { type: "number", name: "train-" + name, id: "planner-train-" + name, value: value,
+        step: "any", min: 0 }));
+    }
+    for (const [name, label, value] of TRAIN_TEXT) {
+      trow(label, el("input", { type: "text", name: "train-" + name, id: "planner-train-" + name, value: value }));
+    }
+    root.appendChild(tform);
+    const tout = el("table", { class: "planner-out" });
+    root.appendChild(tout);
+    const TOUT = [["weights", "weights"], ["gradients", "gradients"], ["optimizer", "optimizer states"],
+      ["activation", "activations"], ["total", "total per GPU"], ["trainable", "trained parameters"],
+      ["flops_token", "FLOPs per token"], ["flops_step", "FLOPs per step"], ["gpu_hours", "GPU-hours"],
+      ["error", "problem"]];
+    for (const [key, label] of TOUT) {
+      const tr = el("tr"); tr.appendChild(el("th", {}, label));
+      const td = el("td", { id: "planner-out-train-" + key }); tr.appendChild(td); tout.appendChild(tr);
+      cells["train_" + key] = td;
+    }
     const input = (name) => form.querySelector("[name=" + name + "]");
+    const tinput = (name) => tform.querySelector("[name=train-" + name + "]");
     function loadPreset() {
       cfg = Object.assign({}, presets[input("preset").value]);
       for (const [name] of FIELDS) input(name).value = cfg[name] || 0;
@@ -236,16 +399,54 @@
       } catch (err) {
         set("error", String(err.message || err));
       }
+      try {
+        set("layer_kinds", P.layerKinds(cfg));
+      } catch (err) {
+        set("layer_kinds", "");
+      }
+      updateTraining();
+    }
+    function updateTraining() {
+      try {
+        const c = Object.assign({}, cfg);
+        for (const [name] of FIELDS) c[name] = Number(input(name).value);
+        const num = (name) => Number(tinput(name).value);
+        const o = {
+          dtype: tinput("train_dtype").value, context: Number(input("context").value), microBatch: num("micro_batch"),
+          optimizer: tinput("optimizer").value, attention: tinput("attention").value,
+          checkpointing: tinput("checkpointing").value.trim(), zero: num("zero"), gpus: num("gpus"), tp: num("tp"),
+          pp: num("pp"), loraRank: num("lora_rank"), loraTargets: tinput("lora_targets").value.split(",")
+            .map((t) => t.trim()).filter((t) => t), tokens: num("tokens"), mfu: num("mfu"),
+          peakTflops: num("peak_tflops"),
+        };
+        if (!Number.isInteger(o.loraRank) || o.loraRank < 0) throw new Error("LoRA rank must be a whole number");
+        if (!(o.tokens >= 0)) throw new Error("training tokens must not be negative");
+        const t = P.trainingPlan(c, o);
+        set("train_weights", bytesText(t.weights), t.weights);
+        set("train_gradients", bytesText(t.gradients), t.gradients);
+        set("train_optimizer", bytesText(t.optimizer), t.optimizer);
+        set("train_activation", bytesText(t.activation) + (t.checkpointed ? " (" + t.checkpointed + " of " +
+          t.layers + " layers checkpointed)" : ""), t.activation);
+        set("train_total", bytesText(t.total), t.total);
+        set("train_trainable", fmt(t.trainable, 0) + " of " + fmt(t.parameters, 0), t.trainable);
+        set("train_flops_token", t.flopsPerToken.toExponential(4), t.flopsPerToken);
+        set("train_flops_step", t.flopsPerStep.toExponential(4) + " (" + t.dp + " data-parallel)", t.flopsPerStep);
+        if (t.gpuHours !== undefined) set("train_gpu_hours", fmt(t.gpuHours, 0), t.gpuHours);
+      } catch (err) {
+        set("train_error", String(err.message || err));
+      }
     }
     input("preset").addEventListener("change", () => { loadPreset(); update(); });
     form.addEventListener("input", update);
     form.addEventListener("change", update);
+    tform.addEventListener("input", update);
+    tform.addEventListener("change", update);
     loadPreset();
     update();
     root.planner = P;
   }
 
-  if (typeof module !== "undefined" && module.exports) { module.exports = planner; return; }  // Node (tests)
+  if (typeof module !== "undefined" && module.exports) { module.exports = planner; return; }  // Node
   window.transformerPlanner = planner;
   document.querySelectorAll("[data-planner]").forEach((root) => { if (!root.planner) mount(root); });
 })();
