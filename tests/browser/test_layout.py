@@ -9,6 +9,10 @@
   over 30 lines. (Line widths are checked in the notebooks, at 76 characters: tools/check_reader_layer.py.)
 - On a phone, at most 10 of the book's numbered equations need sideways scrolling (long ones are broken over
   lines).
+- At 1280 px a code cell's or an output's box holds at least 78 characters (the chapters are formatted to 76)
+  without scrolling sideways: its inner width is measured against a 78-character string in its own font.
+- Tables (pandas outputs, markdown tables) fit the text column at both widths: they wrap, never scroll or
+  stick out (code may scroll inside its box on a phone; tables may not).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ PLUMBING = re.compile(r"\bglue\(|NBVAL_|getsource\(")
 TESTING = re.compile(r"^\s*assert\b|\bnp\.testing\.|\btorch\.testing\.", re.M)
 MAX_SHOWN_LINES = 30
 MAX_SCROLLING_NUMBERED_ON_PHONE = 10
+MIN_CODE_BOX_CHARS = 78  # at 1280 px
 MATHJAX_TIMEOUT_MS = 60_000
 
 
@@ -69,7 +74,44 @@ def test_page_and_equations_fit(page, site_url: str, site_pages: list[str], book
     )
     assert not overflowing, (f"{rel} at {width} px: {len(overflowing)} inline formulas or code spans run past the "
                              f"text column (split a formula into several, e.g. before '='), e.g. {overflowing[:3]}")
+    # Tables: within the text column, and no box around them scrolls sideways.
+    tables = page.evaluate(
+        """() => {
+            const art = document.querySelector('article') || document.body;
+            const limit = art.getBoundingClientRect().right + 2;
+            return Array.from(art.querySelectorAll('table')).filter(t => t.offsetParent !== null).map(t => {
+                let scrolls = false;
+                for (let el = t; el && el !== art; el = el.parentElement)
+                    if (el.scrollWidth > el.clientWidth + 2 && getComputedStyle(el).overflowX !== 'visible')
+                        scrolls = true;
+                const r = t.getBoundingClientRect();
+                return {width: Math.round(r.width), out: r.right > limit, scrolls,
+                        text: (t.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 50)};
+            }).filter(t => t.out || t.scrolls);
+        }"""
+    )
+    assert not tables, (f"{rel} at {width} px: {len(tables)} tables scroll sideways or stick out of the text column "
+                        f"(split a column or shorten a cell), e.g. {tables[:3]}")
     if device == "laptop":
+        # Every displayed code or output box: its inner width against a 78-character string in its own font.
+        boxes = page.evaluate(
+            """(n) => Array.from(document.querySelectorAll('div.cell div.highlight pre, .cell_output pre'))
+                .filter(pre => pre.offsetParent !== null)
+                .map(pre => {
+                    const probe = document.createElement('span');
+                    probe.textContent = 'M'.repeat(n);
+                    probe.style.whiteSpace = 'pre';
+                    pre.append(probe);
+                    const need = probe.getBoundingClientRect().width;
+                    probe.remove();
+                    const cs = getComputedStyle(pre);
+                    const have = pre.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight);
+                    return {chars: Math.floor(have / (need / n) * 10) / 10,
+                            text: (pre.textContent || '').trim().slice(0, 40)};
+                })""", MIN_CODE_BOX_CHARS)
+        narrow = [b for b in boxes if b["chars"] < MIN_CODE_BOX_CHARS]
+        assert not narrow, (f"{rel} at {width} px: {len(narrow)} code/output boxes hold fewer than "
+                            f"{MIN_CODE_BOX_CHARS} characters, e.g. {narrow[:3]}")
         wide = [e for e in equations if e["need"] > e["have"] + 2]
         assert not wide, f"{rel} at {width} px: {len(wide)} display equations wider than the column, e.g. {wide[:3]}"
     else:
