@@ -135,7 +135,11 @@ def test_model_only_transformers_knows(capsys: pytest.CaptureFixture[str]) -> No
     assert got["reader"] == "transformers" and got["assumptions"] == []
     assert got["layers"] == "24 layers: 12 window 128 (sinks), 12 full (sinks)"
     assert got["kv_bytes_per_sequence"] == 2 * 8 * 64 * 2 * (12 * 8192 + 12 * 128)  # bf16
-    assert got["serving"]["tensor_parallel"] is None and got["serving"]["naive_gpus"] == 1
+    plan = got["serving"]["tensor_parallel"]  # planned from the engine's per-layer description
+    assert plan["gpus"] == 1 and got["serving"]["naive_gpus"] == 1
+    # the plan's cache per GPU is its sequences' per-token cache, each layer with its window
+    assert plan["kv_bytes_per_gpu"] == got["kv_bytes_per_sequence"]
+    assert got["serving"]["activation_peak_bytes"] > 0
     hybrid = _json(capsys, str(FIXTURES / "Qwen3-Coder-Next.config.json"), "--users", "4")
     assert hybrid["state_bytes_per_sequence"] > 0
     assert hybrid["total_bytes"] == hybrid["weights_bytes"] + 4 * (
@@ -317,3 +321,20 @@ def test_train_bad_option_in_a_real_process_has_no_traceback() -> None:
     assert out.stderr.strip().splitlines() == [
         "error: --dtype int4 cannot be trained: use bf16, fp16 or fp32 (a frozen base in fp8, int8, int4 needs"
         " --lora-rank)"]
+
+
+def test_engine_plans_a_hybrid_over_gpus(capsys: pytest.CaptureFixture[str]) -> None:
+    """A model only transformers reads gets serving plans too: Qwen3-Coder-Next (80B, linear attention) for 256
+    users of 32,768 tokens needs several H100s; the plan's per-GPU cache holds each sequence's per-token cache
+    and its fixed recurrent state, split over the tensor-parallel group."""
+    got = _json(capsys, str(FIXTURES / "Qwen3-Coder-Next.config.json"), "--users", "256", "--context", "32768")
+    tp, tpp = got["serving"]["tensor_parallel"], got["serving"]["tensor_x_pipeline"]
+    assert tp["gpus"] >= got["serving"]["naive_gpus"] > 1 and tpp["gpus"] <= tp["gpus"]
+    t, kv_heads = tp["tp_degree"], json.loads((FIXTURES / "Qwen3-Coder-Next.config.json").read_text())[
+        "num_key_value_heads"]
+    share = max(1, t // kv_heads) / t  # beyond the key/value heads, each head's cache is held on t / kv_heads GPUs
+    per_seq = got["kv_bytes_per_sequence"] * share + got["state_bytes_per_sequence"] / t
+    busiest = -(-256 // tp["replicas"])
+    assert tp["kv_bytes_per_gpu"] == pytest.approx(busiest * per_seq, rel=1e-9)
+    text = _main(capsys, str(FIXTURES / "Qwen3-Coder-Next.config.json"), "--users", "256", "--context", "32768")[1]
+    assert "serving plan" in text and "recurrent state split over a tensor-parallel group" in text

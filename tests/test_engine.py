@@ -17,9 +17,10 @@ from hf_oracle import hf_cache, hf_counts
 
 from lib.planner import engine
 from lib.planner.cache import model_kv_bytes_per_sequence, model_kv_bytes_per_token
-from lib.planner.cli import read_model
+from lib.planner.cli import normalised, read_model
 from lib.planner.config import SUPPORTED_MODEL_TYPES
 from lib.planner.counts import parameter_count
+from lib.planner.serving import engine_plan, plan_gpus
 
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = sorted(FIXTURES.glob("*.config.json"))
@@ -54,6 +55,37 @@ def test_hand_readers_agree_with_the_engine(path: Path) -> None:
     assert model_kv_bytes_per_token(cfg, "fp16") == engine.kv_bytes_per_token(m, "fp16")
     assert model_kv_bytes_per_sequence(cfg, 8192, "fp16") == engine.kv_bytes_per_sequence(m, 8192, "fp16")
     assert engine.state_bytes_per_sequence(m) == 0
+    # the in-page calculator's per-layer description is the same whichever reader made it
+    hand, built = normalised(cfg), normalised(m, cfg.name)
+    assert {k: hand[k] for k in PER_LAYER_KEYS} == {k: built[k] for k in PER_LAYER_KEYS}
+    # the serving plans agree too: the engine's per-layer parameters and caches stage for stage
+    for work in (dict(users=64, context=8192, max_pp=1), dict(users=256, context=32768, max_pp=8, kv_dtype="fp8")):
+        assert _plan_or_refusal(plan_gpus, cfg, work) == _plan_or_refusal(engine_plan, m, work)
+
+
+PER_LAYER_KEYS = ("layers", "layer_kinds", "windows", "layer_kv_elements", "layer_state_elements", "layer_params",
+                  "layer_active_params", "layer_kv_projection", "first_params", "last_params", "tied_head", "latent",
+                  "parameters")
+
+
+def test_normalised_engine_description_adds_up() -> None:
+    """The keys the calculator renders for a model only transformers knows reproduce the engine's totals."""
+    for name in ("gpt-oss-20b", "Qwen3-Coder-Next", "gemma-3-4b-it"):
+        m = _engine(FIXTURES / f"{name}.config.json")
+        d = normalised(m, name)
+        assert d["first_params"] + sum(d["layer_params"]) + d["last_params"] == m.total == d["parameters"]["total"]
+        assert sum(d["layer_kv_elements"]) * 2 == engine.kv_bytes_per_token(m, "fp16")
+        assert sum(d["layer_state_elements"]) * 2 == engine.state_bytes_per_sequence(m, "fp16")
+        assert json.loads(json.dumps(d)) == d
+    assert normalised(_engine(FIXTURES / "gpt-oss-20b.config.json"))["layer_kinds"][:2] == [
+        "window 128 (sinks)", "full (sinks)"]
+
+
+def _plan_or_refusal(planner, model, work: dict):
+    try:
+        return planner(model, gpu_memory_bytes=80 * 10**9, overhead_bytes=3 * 10**9, **work)
+    except ValueError as err:
+        return str(err)
 
 
 def test_every_hand_family_and_at_least_the_newest_have_fixtures() -> None:

@@ -19,7 +19,13 @@ from typing import Any
 
 from ..constants import BYTES_PER_DTYPE, GB, GiB, KiB
 from . import engine as eng_mod
-from .cache import cached_token_layers, model_kv_bytes_per_sequence, model_kv_bytes_per_token, model_kv_cache_bytes
+from .cache import (
+    cached_token_layers,
+    kv_elements_per_token_layer,
+    model_kv_bytes_per_sequence,
+    model_kv_bytes_per_token,
+    model_kv_cache_bytes,
+)
 from .config import (
     SUPPORTED_MODEL_TYPES,
     ConfigError,
@@ -29,10 +35,19 @@ from .config import (
     load_config,
     model_name,
 )
-from .counts import parameter_count
+from .counts import attention_parameters, layer_active_parameters, layer_parameters, norm_parameters, parameter_count
 from .flops import forward_flops, model_crossover_length
 from .gpus import ALIASES, GPUS, gpu
-from .serving import VLLM_VERSION, ServingAssumptions, activation_peak_bytes, plan_gpus, serving_plan
+from .serving import (
+    VLLM_VERSION,
+    GPUPlan,
+    ServingAssumptions,
+    activation_peak_bytes,
+    engine_activation_peak_bytes,
+    engine_plan,
+    plan_gpus,
+    serving_plan,
+)
 from .train_cli import TRAINING_KEYS, TrainingInputError, add_train_arguments, training_report, training_text
 from .units import as_count, bytes_per_element, format_bytes, parse_bytes
 
@@ -76,29 +91,90 @@ JSON_KEYS: dict[str, str] = {
                " non_torch_bytes, overhead_bytes), activation_peak_bytes, assumptions (list of strings), and the plans"
                " tensor_parallel and tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas,"
                " sequences_per_replica, usable_bytes_per_gpu, weight_bytes_per_gpu, kv_bytes_per_gpu,"
-               " overhead_bytes_per_gpu, naive_gpus; null for a model read by transformers only, whose tensor-parallel"
-               " layout the planner does not derive), naive_gpus",
+               " overhead_bytes_per_gpu, naive_gpus), naive_gpus; for a model read by transformers the plans use its"
+               " per-layer description (lib.planner.serving.engine_plan)",
     "training": "only with --train: one training step's memory per GPU and FLOPs (keys: TRAINING_KEYS in"
                 " lib.planner.train_cli: " + ", ".join(TRAINING_KEYS) + ")",
 }
 
 
-def normalised(cfg: ModelConfig) -> dict[str, Any]:
-    """The JSON-ready normalised description of ``cfg``: every field the generic formulas use (the in-page
-    calculator receives exactly this, so each family's quirks are read once, in Python)."""
+def normalised(model: ModelConfig | eng_mod.EngineModel, name: str = "") -> dict[str, Any]:
+    """The JSON-ready normalised description of a model (the in-page calculator receives exactly this, so each
+    family's quirks are read once, in Python, at book-build time).
+
+    A hand-read :class:`~lib.planner.config.ModelConfig`: every field the generic formulas use (its dataclass
+    fields, ``layer_windows`` and ``moe_layers`` as lists). An engine-read
+    :class:`~lib.planner.engine.EngineModel` (a model only transformers knows): ``model_type``, ``name``,
+    ``n_layers``, ``d_model``, ``n_heads``, ``n_kv_heads``, ``vocab_size``, ``max_positions``, ``family`` (the
+    config class); the generic formulas do not apply to it, the per-layer keys below do.
+
+    Both carry these keys (stable names; the calculator renders them):
+
+    * ``reader``: ``"hand-written"`` or ``"transformers"``;
+    * ``layers``: the one-line summary, e.g. ``"24 layers: 12 window 128 (sinks), 12 full (sinks)"``;
+    * ``layer_kinds``: one label per layer (``"full"``, ``"window 128"``, ``"latent"``, ``"linear_attention"``,
+      ``"mamba"``, ``"hybrid, window 4096"``, ``"feed-forward only"``; `` (sinks)`` appended where it applies);
+    * ``windows``: per layer, the tokens it keeps (``null``: the whole context);
+    * ``layer_kv_elements``: per layer, numbers cached per token (K and V, or a latent; 0: none);
+    * ``layer_state_elements``: per layer, numbers of fixed per-sequence state (recurrent layers; else 0);
+    * ``layer_params``, ``layer_active_params``: per layer, parameters and those one token uses;
+    * ``layer_kv_projection``: per layer, parameters of the key/value projections (replicated on
+      ``t / n_kv_heads`` GPUs when the tensor-parallel degree ``t`` exceeds the key/value heads);
+    * ``first_params`` (before the layers: embeddings, a vision tower), ``last_params`` (after: final norm, an
+      untied head), ``tied_head`` (parameters of a tied head, which a separate last pipeline stage copies);
+    * ``latent``: whether the cache is a latent every tensor-parallel GPU holds whole;
+    * ``parameters``: ``{"total", "active_per_token"}``.
+
+    So bytes per token = sum(layer_kv_elements) x bytes per element, a sequence of n tokens caches
+    sum(layer_kv_elements[i] x min(n, windows[i])) plus sum(layer_state_elements), and the parameters are
+    first_params + sum(layer_params) + last_params.
+    """
+    if isinstance(model, eng_mod.EngineModel):
+        layers = model.layers
+        d = {"model_type": model.model_type, "name": name or model.model_type, "family": model.config_class,
+             "n_layers": len(layers), "d_model": model.d_model, "n_heads": model.n_heads,
+             "n_kv_heads": model.n_kv_heads, "vocab_size": model.vocab_size, "max_positions": model.max_positions,
+             "reader": "transformers", "layers": eng_mod.layer_summary(model), "layer_kinds": eng_mod.layer_kinds(model),
+             "windows": [la.window for la in layers], "layer_kv_elements": [la.kv_per_token for la in layers],
+             "layer_state_elements": [la.state for la in layers], "layer_params": [la.params for la in layers],
+             "layer_active_params": [la.active for la in layers],
+             "layer_kv_projection": [la.kv_projection for la in layers], "first_params": model.first_params,
+             "last_params": model.last_params, "tied_head": model.tied_head,
+             "latent": any(la.kind == "latent" for la in layers),
+             "parameters": {"total": model.total, "active_per_token": model.active}}
+        return d
+    cfg = model
     d = asdict(cfg)
     for key in ("layer_windows", "moe_layers", "assumptions"):
         if d[key] is not None:
             d[key] = list(d[key])
+    p = parameter_count(cfg)
+    attn, kv_proj = attention_parameters(cfg)
+    kinds = _hand_layer_kinds(cfg)
+    d.update({
+        "reader": "hand-written", "layers": layer_kinds(cfg), "layer_kinds": kinds, "windows": list(cfg.windows),
+        "layer_kv_elements": [kv_elements_per_token_layer(cfg)] * cfg.n_layers,
+        "layer_state_elements": [0] * cfg.n_layers,
+        "layer_params": [layer_parameters(cfg, i) for i in range(cfg.n_layers)],
+        "layer_active_params": [layer_active_parameters(cfg, i) for i in range(cfg.n_layers)],
+        "layer_kv_projection": [kv_proj] * cfg.n_layers,
+        "first_params": p.embedding, "last_params": norm_parameters(cfg) + p.lm_head,
+        "tied_head": cfg.vocab_size * cfg.d_model if cfg.tie_embeddings else 0,
+        "latent": cfg.attention_kind == "latent",
+        "parameters": {"total": p.total, "active_per_token": p.active},
+    })
     return d
+
+
+def _hand_layer_kinds(cfg: ModelConfig) -> list[str]:
+    kind = "latent" if cfg.attention_kind == "latent" else "full"
+    return [f"window {w}" if w else kind for w in cfg.windows]
 
 
 def layer_kinds(cfg: ModelConfig) -> str:
     """Each layer's kind in one line, from a hand-read description (``"42 layers: 21 window 4096, 21 full"``)."""
-    kind = "latent" if cfg.attention_kind == "latent" else "full"
     counts: dict[str, int] = {}
-    for w in cfg.windows:
-        label = f"window {w}" if w else kind
+    for label in _hand_layer_kinds(cfg):
         counts[label] = counts.get(label, 0) + 1
     return f"{cfg.n_layers} layers: " + ", ".join(f"{n} {k}" for k, n in counts.items())
 
@@ -171,10 +247,14 @@ def engine_report(
     kv_dtype: str | None = None,
     engine: ServingAssumptions | None = None,
     notes: list[str] | None = None,
+    overhead_bytes: float | None = None,
+    max_tp: int = 64,
+    max_pp: int = 8,
 ) -> dict[str, Any]:
     """The report (keys: :data:`JSON_KEYS`) of a model only transformers reads: parameters, memory (per-token
-    cache, each layer with its window, plus the recurrent layers' fixed state) and the naive GPU count. No serving
-    plan: the planner derives tensor-parallel layouts from the hand-written description only."""
+    cache, each layer with its window, plus the recurrent layers' fixed state) and the serving plans, from the
+    engine's per-layer description (:func:`lib.planner.serving.engine_plan`). No FLOPs: those formulas read the
+    hand-written description."""
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     bytes_per_element(dtype)
     bytes_per_element(kv_dtype)
@@ -186,7 +266,7 @@ def engine_report(
     per_seq = _whole(eng_mod.kv_bytes_per_sequence(em, context, kv_dtype))
     state = _whole(eng_mod.state_bytes_per_sequence(em, kv_dtype))
     total = w_bytes + users * (per_seq + state)
-    mpe = raw.get("max_position_embeddings")
+    mpe = em.max_positions or raw.get("max_position_embeddings")
     warnings = ([f"context {context:,} exceeds the model's max_position_embeddings {mpe:,}: the model was not"
                  " trained for it, and serving engines refuse it unless told otherwise"]
                 if isinstance(mpe, int) and context > mpe else [])
@@ -225,20 +305,16 @@ def engine_report(
         "total_bytes": total,
         "flops_per_token": None,
         "crossover_context": None,
-        "serving": {
-            "vllm_version": VLLM_VERSION,
-            "gpu_memory_utilization": engine.gpu_memory_utilization,
-            "max_num_batched_tokens": engine.max_num_batched_tokens,
-            "max_num_seqs": engine.max_num_seqs,
-            "non_torch_bytes": engine.non_torch_bytes,
-            "overhead_bytes": None,
-            "activation_peak_bytes": None,
-            "assumptions": gpu_notes + ["no serving plan: the planner derives tensor-parallel layouts and the"
-                                        " activation estimate from the hand-written readers' description only"],
-            "naive_gpus": math.ceil(total / gpu_memory_bytes),
-            "tensor_parallel": None,
-            "tensor_x_pipeline": None,
-        },
+        "serving": _serving(
+            lambda pp: engine_plan(em, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=dtype,
+                                   kv_dtype=kv_dtype, assumptions=engine, overhead_bytes=overhead_bytes,
+                                   max_tp=max_tp, max_pp=pp),
+            engine, overhead_bytes, max_pp,
+            engine_activation_peak_bytes(em, engine.max_num_batched_tokens, engine.max_num_seqs, dtype),
+            gpu_notes + (["activation peak estimated from the widest block of any layer (its active parameters"
+                          " over d_model: the outputs per token of its matrices)"] if overhead_bytes is None else [])
+            + (["recurrent state split over a tensor-parallel group like the heads it belongs to; tensor-parallel"
+                " degrees checked against the attention heads"] if state else [])),
     }
 
 
@@ -273,20 +349,15 @@ def report(
     w_bytes = params.total * bytes_per_element(dtype)
     kv_total = model_kv_cache_bytes(cfg, context, users, kv_dtype)
     fl = forward_flops(cfg, context)
-    plans = {}
-    for key, pp in (("tensor_parallel", 1), ("tensor_x_pipeline", max_pp)):
+
+    def plan(pp: int) -> GPUPlan:
         common = dict(users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=dtype,
                       kv_dtype=kv_dtype, max_tp=max_tp, max_pp=pp)
         if overhead_bytes is None:
-            plan = serving_plan(cfg, assumptions=engine, **common)
-        else:
-            plan = plan_gpus(cfg, memory_fraction=engine.gpu_memory_utilization, overhead_bytes=overhead_bytes,
-                             **common)
-        plans[key] = {k: (int(v) if k == "usable_bytes_per_gpu" else _whole(v)) if k.endswith("_per_gpu") else v
-                      for k, v in asdict(plan).items()}
-    serving_notes = engine.describe() if overhead_bytes is None else [
-        f"gpu_memory_utilization {engine.gpu_memory_utilization}; a fixed overhead of"
-        f" {overhead_bytes / GiB:.2f} GiB per GPU (given) replaces the activation and non-torch estimates"]
+            return serving_plan(cfg, assumptions=engine, **common)
+        return plan_gpus(cfg, memory_fraction=engine.gpu_memory_utilization, overhead_bytes=overhead_bytes,
+                         **common)
+
     warnings: list[str] = []
     if cfg.max_positions and context > cfg.max_positions:
         warnings.append(f"context {context:,} exceeds the model's max_position_embeddings {cfg.max_positions:,}:"
@@ -316,19 +387,33 @@ def report(
         "flops_per_token": {"attention": fl.attention, "projections": fl.projections, "ffn": fl.ffn,
                             "lm_head": fl.lm_head, "total": fl.total},
         "crossover_context": model_crossover_length(cfg),
-        "serving": {
-            "vllm_version": VLLM_VERSION,
-            "gpu_memory_utilization": engine.gpu_memory_utilization,
-            "max_num_batched_tokens": engine.max_num_batched_tokens,
-            "max_num_seqs": engine.max_num_seqs,
-            "non_torch_bytes": engine.non_torch_bytes,
-            "overhead_bytes": overhead_bytes,
-            "activation_peak_bytes": _whole(activation_peak_bytes(cfg, engine.max_num_batched_tokens,
-                                                                  engine.max_num_seqs, dtype)),
-            "assumptions": gpu_notes + serving_notes,
-            "naive_gpus": plans["tensor_parallel"]["naive_gpus"],
-            **plans,
-        },
+        "serving": _serving(plan, engine, overhead_bytes, max_pp,
+                            activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs, dtype),
+                            gpu_notes),
+    }
+
+
+def _serving(plan, engine: ServingAssumptions, overhead_bytes: float | None, max_pp: int, activation: float,
+             notes: list[str]) -> dict[str, Any]:
+    """The report's ``serving`` section: the engine settings, and ``plan(max_pp)``'s tensor-parallel
+    (``max_pp=1``) and tensor x pipeline plans with whole-byte per-GPU figures."""
+    plans = {key: {k: (int(v) if k == "usable_bytes_per_gpu" else _whole(v)) if k.endswith("_per_gpu") else v
+                   for k, v in asdict(plan(pp)).items()}
+             for key, pp in (("tensor_parallel", 1), ("tensor_x_pipeline", max_pp))}
+    serving_notes = engine.describe() if overhead_bytes is None else [
+        f"gpu_memory_utilization {engine.gpu_memory_utilization}; a fixed overhead of"
+        f" {overhead_bytes / GiB:.2f} GiB per GPU (given) replaces the activation and non-torch estimates"]
+    return {
+        "vllm_version": VLLM_VERSION,
+        "gpu_memory_utilization": engine.gpu_memory_utilization,
+        "max_num_batched_tokens": engine.max_num_batched_tokens,
+        "max_num_seqs": engine.max_num_seqs,
+        "non_torch_bytes": engine.non_torch_bytes,
+        "overhead_bytes": overhead_bytes,
+        "activation_peak_bytes": _whole(activation),
+        "assumptions": notes + serving_notes,
+        "naive_gpus": plans["tensor_parallel"]["naive_gpus"],
+        **plans,
     }
 
 
@@ -396,11 +481,12 @@ def format_report(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def planner_html(presets: dict[str, ModelConfig], element_id: str = "planner-app") -> str:
+def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_id: str = "planner-app") -> str:
     """HTML for the in-page calculator: a ``<div>`` carrying the presets' normalised descriptions
-    (:func:`normalised`) and ``BYTES_PER_DTYPE`` as JSON, then ``lib/planner/web/planner.js`` inline (no kernel, no
-    network). The script applies only the generic formulas; tests/test_planner_node.py checks it against
-    :mod:`lib.sizing` under Node, tests/browser/test_planner.py in Chromium."""
+    (:func:`normalised`, built here at book-build time: a model only transformers knows is read by the engine
+    then) and ``BYTES_PER_DTYPE`` as JSON, then ``lib/planner/web/planner.js`` inline (no kernel, no network).
+    tests/test_planner_node.py checks the script against :mod:`lib.sizing` under Node, tests/browser/test_planner.py
+    in Chromium."""
     if not presets:
         raise ValueError("presets must name at least one model configuration")
     if not re.fullmatch(r"[A-Za-z][\w-]*", element_id):
@@ -408,7 +494,7 @@ def planner_html(presets: dict[str, ModelConfig], element_id: str = "planner-app
     script = (Path(__file__).parent / "web" / "planner.js").read_text(encoding="utf-8")
     if "</script" in script.lower():
         raise ValueError("planner.js must not contain '</script'")
-    data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: normalised(c) for name, c in presets.items()}}
+    data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: normalised(c, name) for name, c in presets.items()}}
     style = (
         f"<style>#{element_id} form{{display:grid;grid-template-columns:repeat(auto-fill,minmax(17em,1fr));"
         f"gap:.3em 1.2em;margin-bottom:.8em}}#{element_id} label{{display:flex;justify-content:space-between;"
@@ -521,7 +607,8 @@ def main(argv: list[str] | None = None) -> int:
             raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
             r = engine_report(em, raw, name=model_name(Path(args.config), raw), context=args.context,
                               users=args.users, gpu_memory_bytes=memory, gpu_name=name, dtype=args.dtype,
-                              kv_dtype=args.kv_dtype, engine=engine, notes=notes)
+                              kv_dtype=args.kv_dtype, engine=engine, notes=notes, overhead_bytes=overhead,
+                              max_tp=args.max_tp, max_pp=args.max_pp)
         if args.train:
             r["training"] = training_report(json.loads(Path(args.config).read_text(encoding="utf-8")), args)
     except TrainingInputError as err:

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from .config import ModelConfig
 from .units import as_count, bytes_per_element
 
-__all__ = ["ParameterCount", "parameter_count", "weight_bytes", "layer_parameters"]
+__all__ = ["ParameterCount", "parameter_count", "weight_bytes", "layer_parameters", "layer_active_parameters"]
 
 
 @dataclass(frozen=True)
@@ -94,6 +94,12 @@ def layer_parameters(cfg: ModelConfig, i: int) -> int:
     """Parameters of decoder layer ``i`` (attention, feed-forward, its norms): what a pipeline stage holds per
     layer."""
     return attention_parameters(cfg)[0] + _ffn_layer(cfg, i)[0] + cfg.norms_per_layer * norm_parameters(cfg)
+
+
+def layer_active_parameters(cfg: ModelConfig, i: int) -> int:
+    """Parameters of decoder layer ``i`` that one token uses (a mixture of experts: router, shared experts and
+    the top-k routed ones)."""
+    return attention_parameters(cfg)[0] + _ffn_layer(cfg, i)[1] + cfg.norms_per_layer * norm_parameters(cfg)
 
 
 def parameter_count(cfg: ModelConfig) -> ParameterCount:

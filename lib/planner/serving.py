@@ -22,10 +22,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from collections.abc import Callable
+
 from ..constants import GB, GiB
 from .cache import cached_tokens, kv_elements_per_token_layer, model_kv_bytes_per_token, model_kv_cache_bytes
 from .config import ModelConfig
 from .counts import attention_parameters, layer_parameters, norm_parameters, parameter_count
+from .engine import EngineModel
 from .units import as_count, as_fraction, as_nonneg_bytes, bytes_per_element
 
 __all__ = [
@@ -39,6 +42,8 @@ __all__ = [
     "plan_gpus",
     "ServingAssumptions",
     "serving_plan",
+    "engine_activation_peak_bytes",
+    "engine_plan",
     "VLLM_VERSION",
     "vllm_batch_defaults",
 ]
@@ -199,17 +204,22 @@ def _stage_loads(cfg: ModelConfig, t: int, stages: list[range], context: int, dt
     return out
 
 
-def _plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes: int, fraction: float,
-          overhead, dtype: str, kv_dtype: str, replicate_weights: bool, max_tp: int, max_pp: int) -> GPUPlan:
-    """The fewest GPUs over every valid (tp, pp); ``overhead(t, last_stage)`` gives the bytes subtracted per GPU."""
-    total = parameter_count(cfg).total * bytes_per_element(dtype) + model_kv_cache_bytes(cfg, context, users, kv_dtype)
-    naive = naive_gpu_count(total, gpu_memory_bytes)
+#: (weight bytes per GPU, cache bytes per sequence per GPU, is last stage) of each pipeline stage
+StageLoads = Callable[[int, list[range]], list[tuple[float, float, bool]]]
+
+
+def _search(*, n_layers: int, tp_degrees: list[int], loads: StageLoads, total_bytes: float, users: int,
+            context: int, gpu_memory_bytes: int, fraction: float, overhead: Callable[[int, bool], float],
+            max_tp: int, max_pp: int) -> GPUPlan:
+    """The fewest GPUs over every valid (tp, pp); ``overhead(t, last_stage)`` gives the bytes subtracted per GPU and
+    ``loads(t, stages)`` what each stage holds. Shared by the hand-written description and the engine's."""
+    naive = naive_gpu_count(total_bytes, gpu_memory_bytes)
     best: GPUPlan | None = None
-    for pp in range(1, min(max_pp, cfg.n_layers) + 1):
-        stages = pp_layer_partition(cfg.n_layers, pp)
-        for t in valid_tp_degrees(cfg.n_heads, cfg.n_kv_heads, max_tp):
+    for pp in range(1, min(max_pp, n_layers) + 1):
+        stages = pp_layer_partition(n_layers, pp)
+        for t in tp_degrees:
             seqs, worst = None, None
-            for w, kv, last in _stage_loads(cfg, t, stages, context, dtype, kv_dtype, replicate_weights):
+            for w, kv, last in loads(t, stages):
                 over = overhead(t, last)
                 room = fraction * gpu_memory_bytes - over - w
                 if room < kv or kv <= 0:
@@ -235,6 +245,16 @@ def _plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes: int, 
             f" with memory fraction {fraction} and overhead {overhead(1, True) / GB:.4g} GB per GPU"
         )
     return best
+
+
+def _plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes: int, fraction: float,
+          overhead, dtype: str, kv_dtype: str, replicate_weights: bool, max_tp: int, max_pp: int) -> GPUPlan:
+    """:func:`_search` over the hand-written description ``cfg``."""
+    total = parameter_count(cfg).total * bytes_per_element(dtype) + model_kv_cache_bytes(cfg, context, users, kv_dtype)
+    return _search(n_layers=cfg.n_layers, tp_degrees=valid_tp_degrees(cfg.n_heads, cfg.n_kv_heads, max_tp),
+                   loads=lambda t, stages: _stage_loads(cfg, t, stages, context, dtype, kv_dtype, replicate_weights),
+                   total_bytes=total, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
+                   fraction=fraction, overhead=overhead, max_tp=max_tp, max_pp=max_pp)
 
 
 def plan_gpus(
@@ -352,3 +372,74 @@ def serving_plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes
     return _plan(cfg, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
                  fraction=a.gpu_memory_utilization, overhead=overhead, dtype=dtype, kv_dtype=kv_dtype,
                  replicate_weights=False, max_tp=max_tp, max_pp=max_pp)
+
+
+def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: int, dtype: str,
+                        kv_dtype: str) -> list[tuple[float, float, bool]]:
+    """Per stage of the engine's description: (weight bytes per GPU, cache bytes per sequence per GPU, is last).
+
+    The same rules as the hand-written description's: every matrix split ``t`` ways, key/value projections and
+    their cache replicated on ``t / n_kv_heads`` GPUs when ``t`` exceeds the key/value heads, a latent cached whole
+    on every GPU; a recurrent layer's fixed state split like its heads."""
+    p, p_kv = bytes_per_element(dtype), bytes_per_element(kv_dtype)
+    latent = any(layer.kind == "latent" for layer in em.layers)
+    rep = 1 if latent else max(1, t // max(em.n_kv_heads, 1))
+    share = 1.0 if latent else rep / t
+    out = []
+    for s, stage in enumerate(stages):
+        first, last = s == 0, s == len(stages) - 1
+        layers = [em.layers[i] for i in stage]
+        n = sum(layer.params + layer.kv_projection * (rep - 1) for layer in layers)
+        n += em.first_params if first else 0
+        if last:  # final norm and output head; a tied head on a separate last stage needs its own copy
+            n += em.last_params + (em.tied_head if not first else 0)
+        kv = sum(layer.kv_per_token * cached_tokens(context, layer.window) for layer in layers) * p_kv * share
+        kv += sum(layer.state for layer in layers) * p_kv / t
+        out.append((n * p / t, kv, last))
+    return out
+
+
+def engine_activation_peak_bytes(em: EngineModel, tokens: int = 8192, sequences: int = 256, dtype: str = "bf16",
+                                 tp: int = 1, *, logits: bool = True) -> float:
+    r"""The activation estimate of :func:`activation_peak_bytes` for a model read by the engine: the residual stream
+    and its normalised copy (:math:`2 T d_\text{model}`) plus the widest block of any layer, its active parameters
+    divided by :math:`d_\text{model}` (the outputs per token of its matrices: :math:`(2h + 2h_{kv}) d_k` for
+    attention, :math:`3w` for a gated feed-forward block of width :math:`w`), split over ``tp``; plus the fp32
+    logits of the sampled tokens."""
+    tokens, sequences, tp = as_count(tokens, "tokens"), as_count(sequences, "sequences"), as_count(tp, "tp")
+    inner = max(layer.widest for layer in em.layers) / tp
+    peak = tokens * (2 * em.d_model + inner) * bytes_per_element(dtype)
+    if logits:
+        peak += 4 * min(sequences, tokens) * em.vocab_size
+    return peak
+
+
+def engine_plan(em: EngineModel, *, users: int, context: int, gpu_memory_bytes: int, dtype: str = "bf16",
+                kv_dtype: str | None = None, assumptions: ServingAssumptions | None = None,
+                overhead_bytes: float | None = None, max_tp: int = 64, max_pp: int = 1) -> GPUPlan:
+    """:func:`serving_plan` (or, with ``overhead_bytes``, :func:`plan_gpus`) for a model the engine read: the same
+    search over tensor-parallel degrees (which must divide the attention heads) and pipeline stages, each stage
+    holding its layers' parameters, per-token cache (each layer with its window) and recurrent state."""
+    a = assumptions or ServingAssumptions()
+    fraction = as_fraction(a.gpu_memory_utilization, "gpu_memory_utilization")
+    users, context = as_count(users, "users"), as_count(context, "context")
+    gpu_memory_bytes = as_count(gpu_memory_bytes, "gpu_memory_bytes")
+    max_tp, max_pp = as_count(max_tp, "max_tp"), as_count(max_pp, "max_pp")
+    kv_dtype = dtype if kv_dtype is None else kv_dtype
+    p_kv = bytes_per_element(kv_dtype)
+    if overhead_bytes is None:
+        def overhead(t: int, last: bool) -> float:
+            act = engine_activation_peak_bytes(em, a.max_num_batched_tokens, a.max_num_seqs, dtype, t, logits=last)
+            return act + a.non_torch_bytes
+    else:
+        fixed = as_nonneg_bytes(overhead_bytes, "overhead_bytes")
+
+        def overhead(t: int, last: bool) -> float:
+            return fixed
+    per_seq = sum(layer.kv_per_token * cached_tokens(context, layer.window) + layer.state for layer in em.layers)
+    total = em.total * bytes_per_element(dtype) + users * per_seq * p_kv
+    degrees = valid_tp_degrees(em.n_heads, em.n_kv_heads, max_tp) if em.n_heads else [1]
+    return _search(n_layers=len(em.layers), tp_degrees=degrees,
+                   loads=lambda t, stages: _engine_stage_loads(em, t, stages, context, dtype, kv_dtype),
+                   total_bytes=total, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
+                   fraction=fraction, overhead=overhead, max_tp=max_tp, max_pp=max_pp)
