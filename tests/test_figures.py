@@ -68,3 +68,27 @@ def test_static_explore_uses_the_two_column_grid() -> None:
     assert len(fig.get_axes()) == 5
     assert fig.get_size_inches()[0] == pytest.approx(figures.TEXT_WIDTH)
     assert len({round(ax.get_position().x0, 3) for ax in fig.get_axes()}) == 2
+
+
+def _svg(fig) -> str:
+    import io
+
+    buf = io.StringIO()
+    fig.savefig(buf, format="svg", **figures.SVG_SAVEFIG)
+    return buf.getvalue()
+
+
+def test_figures_are_deterministic_svg_with_text_as_paths() -> None:
+    """The same figure gives the same SVG bytes twice (nbval and the stored outputs rely on it), with no date
+    and no <text> element (a reader's browser needs no font of ours)."""
+    figures.use()
+    drawn = []
+    for _ in range(2):
+        fig, (ax,) = figures.panels(1)
+        ax.plot([0, 1, 2], [0, 1, 4], label=r"$d_{\mathrm{model}}$")
+        ax.set_title("a title")
+        ax.legend()
+        drawn.append(_svg(fig))
+        plt.close(fig)
+    assert drawn[0] == drawn[1]
+    assert "<dc:date>" not in drawn[0] and "<text" not in drawn[0]

@@ -6,6 +6,9 @@ Every chapter calls :func:`use` once (in its imports cell) and draws with these 
   the page shows them: fonts are set in points for a figure that is displayed at (or below) its own width;
 - have at most two panels per row (:func:`panels` makes a grid otherwise);
 - use the colour-blind-safe Okabe-Ito palette (:data:`PALETTE`, also the default colour cycle);
+- are vector graphics (SVG) in the notebook, the HTML and the PDF, crisp at any zoom and on a phone: :func:`use`
+  sets IPython's inline backend to SVG with every text drawn as paths (``svg.fonttype = "path"``: no font on
+  the reader's side is needed) and a fixed ``svg.hashsalt`` and no date, so an SVG is the same on every run;
 - draw boolean masks one way only (:func:`show_mask`): **dark blue = may attend** (``True``), light grey =
   masked (``False``), the convention the notation chapter defines.
 
@@ -49,7 +52,13 @@ STYLE: dict[str, Any] = {
     "lines.linewidth": 1.8,
     "lines.markersize": 5,
     "image.cmap": "viridis",
+    # Vector figures, byte-identical from run to run (ids hashed with a fixed salt; no date: see use()).
+    "svg.fonttype": "path",
+    "svg.hashsalt": "transformer-book",
 }
+
+#: Keyword arguments the inline backend passes to ``savefig`` for every figure: no creation date in the SVG.
+SVG_SAVEFIG = {"metadata": {"Date": None}}
 
 
 def use() -> None:
@@ -59,6 +68,19 @@ def use() -> None:
 
     mpl.rcParams.update(STYLE)
     mpl.rcParams["axes.prop_cycle"] = cycler(color=list(PALETTE))
+    _inline_svg()
+
+
+def _inline_svg() -> None:
+    """In an IPython kernel, figures are shown as SVG (and only SVG); elsewhere nothing to do."""
+    try:
+        from IPython import get_ipython
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+    except ImportError:
+        return
+    if get_ipython() is None:
+        return
+    set_matplotlib_formats("svg", **SVG_SAVEFIG)
 
 
 def panels(n: int, *, height: float = 3.0, ncols: int | None = None, **subplot_kw: Any):
