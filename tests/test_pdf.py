@@ -32,6 +32,7 @@ UI_TEXT = ["Show code cell", "Hide code cell", "Click to show", "Click to hide",
            "Skip to main content", "Back to top", "Toggle navigation", "Ctrl+K", "Download source file",
            "Toggle hidden content", "Show code cell outputs", "Hide code cell outputs"]
 GLUED_PER_CHAPTER = 4
+MAX_BITMAP_FIGURES = 10
 
 # Markup a reader must never see: display-math delimiters and environments MathJax should have typeset, and
 # MyST roles that should have become links or numbers. (Inline TeX commands such as \sqrt are not listed: the
@@ -149,6 +150,7 @@ def test_cover(reader, pages: list[str]) -> None:
     assert TITLE in cover, f"the first page is not the cover: {cover[:200]!r}"
     assert re.search(r"Version \S+", cover) and re.search(r"\b\d{1,2} [A-Z][a-z]+ \d{4}\b", cover), cover
     assert "executable textbook" in cover  # the subtitle
+    assert "dirty" not in cover, f"the cover names a working tree, not a version: {cover[:200]!r}"
     assert reader.page_labels[0] == "i" and reader.page_labels[1] == "1", reader.page_labels[:3]
     assert not re.search(r"(^|\n)\s*1\s*($|\n)", pages[0]), "the cover carries a page number"
 
@@ -241,3 +243,99 @@ def test_glued_numbers_are_the_htmls(text: str) -> None:
     assert checked >= 20, f"only {checked} glued numbers to compare"
     assert not missing, f"glued numbers of the stored outputs not in the PDF: {missing}"
     assert not html_differs, f"glued numbers of the stored outputs not in the built HTML: {html_differs}"
+
+
+def _code_lines(cell: dict) -> list[str]:
+    return [" ".join(line.split()) for line in "".join(cell["source"]).splitlines()]
+
+
+def test_hide_input_cells_print_their_output_only(text: str) -> None:
+    """A cell tagged hide-input shows only its output in the HTML; the PDF prints no line of its source (lines
+    that also occur in a shown cell, in the prose or in an output are not counted)."""
+    hidden: dict[str, str] = {}
+    elsewhere: set[str] = set()
+    for stem in [d for d in _toc_docs() if d.startswith("chapters/")]:
+        for cell in json.loads((ROOT / f"{stem}.ipynb").read_text())["cells"]:
+            tags = set(cell.get("metadata", {}).get("tags", []))
+            lines = _code_lines(cell) if cell["cell_type"] == "code" else []
+            if "hide-input" in tags and not tags & {"remove-cell", "remove-input"}:
+                hidden.update({line: stem for line in lines})
+            else:
+                elsewhere.update(" ".join(line.split()) for line in "".join(cell["source"]).splitlines())
+            for out in cell.get("outputs", []):
+                body = out.get("text") or out.get("data", {}).get("text/plain") or ""
+                elsewhere.update(" ".join(line.split()) for line in "".join(body).splitlines())
+    # distinctive lines that fit one printed line (a wrapped line is split by the PDF's text)
+    sample = {line: stem for line, stem in hidden.items()
+              if 30 <= len(line) <= 70 and line not in elsewhere and not line.startswith("#")}
+    assert len(sample) >= 10, f"only {len(sample)} hide-input source lines to look for"
+    flat = " ".join(text.split())
+    printed = [f"{stem}: {line}" for line, stem in sample.items() if line in flat]
+    assert not printed, f"{len(printed)} of {len(sample)} source lines of hide-input cells are printed: {printed[:5]}"
+
+
+def test_figures_are_vector_graphics(reader) -> None:
+    """The chapters' figures are SVG (lib.book.figures), so the PDF holds them as vector paths: at most a few
+    figure-sized bitmaps (an image drawn inside a figure, e.g. a heat map, stays a bitmap)."""
+    big = 0
+    for page in reader.pages:
+        resources = page.get("/Resources") or {}
+        xobjects = resources.get("/XObject") or {}
+        stack = [xobjects]
+        while stack:
+            objs = stack.pop()
+            for ref in objs.values():
+                obj = ref.get_object()
+                if obj.get("/Subtype") == "/Image" and int(obj.get("/Width", 0)) >= 500:
+                    big += 1
+                elif obj.get("/Subtype") == "/Form":
+                    inner = (obj.get("/Resources") or {}).get("/XObject")
+                    if inner:
+                        stack.append(inner.get_object())
+    assert big <= MAX_BITMAP_FIGURES, (f"{big} figure-sized bitmaps (at least 500 px wide) in {PDF}: figures should "
+                                       f"be SVG (at most {MAX_BITMAP_FIGURES} bitmaps)")
+
+
+def empty_frame_at_bottom(strip) -> bool:
+    """``strip``: a page's bottom strip (greyscale rows, 0 black .. 255 white). True when the last thing on the
+    page is a shaded band (a code or output frame) with no text in it: a frame whose lines went to the next page."""
+    import numpy as np
+
+    a = np.asarray(strip).astype(int)
+    inked = np.where((a < 252).any(axis=1))[0]
+    if not len(inked):
+        return False
+    last = first = int(inked.max())
+    while first > 0 and (a[first - 1] < 252).any():
+        first -= 1
+    band = a[first:last + 1]
+    # at 36 dpi an empty frame (its padding) is 7 rows or more; a box's bottom border or shadow, 1 to 3
+    return band.shape[0] >= 5 and not (band < 180).any() and (band < 252).mean() > 0.3
+
+
+def test_empty_frame_detector() -> None:
+    import numpy as np
+
+    page = np.full((100, 300), 255, np.uint8)
+    page[10:14, 20:200] = 40  # a line of text
+    assert not empty_frame_at_bottom(page)
+    page[80:90, 10:290] = 244  # a code frame's shaded box, nothing in it
+    assert empty_frame_at_bottom(page)
+    page[83:86, 20:120] = 30  # a line of code in it
+    assert not empty_frame_at_bottom(page)
+
+
+def test_no_empty_code_frame_at_a_page_bottom(reader, tmp_path: Path) -> None:
+    """No page ends with an empty code or output frame (its lines pushed to the next page): the bottom 28 mm of
+    the text area of every page, rendered at 36 dpi by poppler's pdftoppm."""
+    import subprocess
+
+    from PIL import Image
+
+    # A4 at 36 dpi: 298 x 421 px; the footer margin is 20 mm (28 px): rows 300..400 end above the page number
+    subprocess.run(["pdftoppm", "-r", "36", "-gray", "-x", "0", "-y", "300", "-W", "298", "-H", "100", str(PDF),
+                    str(tmp_path / "p")], check=True, capture_output=True)
+    strips = sorted(tmp_path.glob("p-*.pgm"))
+    assert len(strips) == len(reader.pages)
+    empty = [int(p.stem.split("-")[-1]) for p in strips if empty_frame_at_bottom(Image.open(p))]
+    assert not empty, f"{len(empty)} pages end with an empty code or output frame (PDF pages {empty[:10]})"

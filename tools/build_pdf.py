@@ -5,9 +5,12 @@
    (``lib.book.widgets.explore``) appear as their static panel grid.
 2. That page is served on 127.0.0.1 and opened in the system Chromium (Playwright drives it; no browser is
    downloaded). Once MathJax has typeset every equation, a script turns the web page into a book's body: the
-   site's navigation, buttons and "Show/Hide code cell" labels are removed and every collapsed cell is opened
-   (the PDF shows all the code the HTML shows), empty frames are dropped, code and output lines wrap with a
-   hanging indent that keeps their indentation, each part gets a title page, each chapter starts a new page,
+   site's navigation, buttons and "Show/Hide code cell" labels are removed, a cell tagged ``hide-input`` prints
+   its output only, every other collapsed cell is opened, empty frames are dropped, a code or output box of up
+   to 12 lines never splits across pages (a longer one keeps its first and last two lines together, so no page
+   ends or starts with an empty frame), code and output lines wrap with a hanging indent that keeps their
+   indentation, figures print as the vector graphics (SVG) the chapters store, captions print dark, each part
+   gets a title page, each chapter starts a new page,
    and a table of contents with page numbers comes first.
 3. The body is printed twice (A4, page numbers in the footer): the first print tells on which page each part,
    chapter and section starts (Chromium's named destinations, read with pypdf), the second carries those
@@ -86,19 +89,32 @@ nav.book-contents li.level-1 { font-weight: 600; margin-top: 0.35em; padding-lef
 nav.book-contents li.level-2 { font-size: 9.5pt; padding-left: 3.2em; color: #333; }
 figure, .cell_output img, table, mjx-container[display="true"], .admonition-title { break-inside: avoid; }
 h1, h2, h3, h4 { break-after: avoid; }
-figcaption, figcaption *, .caption, .caption-text { color: #222 !important; font-weight: 400 !important; }
+figcaption, figcaption *, .caption, .caption-text { font-weight: 400 !important; }
 details { display: block; }
 details > summary { display: none !important; }
 .toggle-hidden, .dropdown .sd-summary-content { display: block !important; visibility: visible !important; }
 div.highlight, div.highlight pre, .output pre { overflow: visible !important; max-height: none !important; }
 div.highlight pre, .output pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 8.6pt; line-height: 1.35; }
 pre .book-line { display: block; min-height: 1.35em; }
+/* No empty or one-line code frame at a page bottom (or top): a box of up to 12 lines moves whole to the next
+   page; a longer one splits, but keeps its first two and last two lines together. */
+div.highlight, .cell_output .output { box-decoration-break: clone; -webkit-box-decoration-break: clone; }
+div.highlight.book-short, .cell_output .output.book-short { break-inside: avoid; }
+pre .book-line:nth-child(-n+2) { break-after: avoid; }
+pre .book-line:nth-last-child(-n+2) { break-before: avoid; }
+/* Captions as dark as the text (the theme prints them pale grey) */
+figcaption, figcaption *, .caption, .caption-text, .caption-number, figure p.caption span {
+  color: #111 !important; opacity: 1 !important; }
 """
 
 # Runs in the page once MathJax is done: the web page becomes the body of a book. Returns the outline entries.
 PREPARE_JS = r"""
 (parts) => {
   const drop = (el) => el && el.remove();
+  // A cell tagged hide-input shows its output only: in print its source is left out (its collapsed frame
+  // with it), while hide-cell and hide-output cells are opened below.
+  document.querySelectorAll('.cell.tag_hide-input > details.above-input, .cell.tag_hide-input > .cell_input')
+    .forEach(drop);
   // Collapsed cells open (a <details> becomes a plain <div>: without its summary a browser would label it
   // "Details"), their "Show/Hide code cell ..." labels and every toggle button removed.
   document.querySelectorAll('summary, .toggle-button, button.copybtn, a.headerlink').forEach(drop);
@@ -151,6 +167,10 @@ PREPARE_JS = r"""
       });
       pre.append(block);
     });
+    if (lines.length <= 12) {
+      const box = pre.closest('div.highlight, .cell_output .output');
+      if (box) box.classList.add('book-short');
+    }
   });
   // Parts: a title page before each part's first chapter; the outline in document order.
   // The single page repeats section ids across chapters ("the-question"): each contents entry gets its own.
@@ -278,9 +298,11 @@ def parts(root: Path = ROOT) -> list[dict]:
 
 
 def version(root: Path = ROOT) -> tuple[str, str]:
-    """The book's version (``git describe``; a download without git says "unversioned") and its date."""
+    """The book's version and its date: ``git describe`` of the last commit (a tag, or the short hash) and the
+    commit's date. Never "-dirty": a build from a working tree names the commit it started from (the date says
+    when). A download without git says "unversioned" and today's date."""
     try:
-        described = subprocess.run(["git", "describe", "--tags", "--always", "--dirty"], cwd=root,
+        described = subprocess.run(["git", "describe", "--tags", "--always"], cwd=root,
                                    capture_output=True, text=True, check=True).stdout.strip()
         stamp = subprocess.run(["git", "log", "-1", "--format=%cI"], cwd=root, capture_output=True, text=True,
                                check=True).stdout.strip()
