@@ -113,7 +113,8 @@ def normalised(model: ModelConfig | eng_mod.EngineModel, name: str = "") -> dict
     * ``reader``: ``"hand-written"`` or ``"transformers"``;
     * ``layers``: the one-line summary, e.g. ``"24 layers: 12 window 128 (sinks), 12 full (sinks)"``;
     * ``layer_kinds``: one label per layer (``"full"``, ``"window 128"``, ``"latent"``, ``"linear_attention"``,
-      ``"mamba"``, ``"hybrid, window 4096"``, ``"feed-forward only"``; `` (sinks)`` appended where it applies);
+      ``"mamba"``, ``"hybrid, window 4096"``, ``"shared cache"`` (attention over an earlier layer's cache),
+      ``"feed-forward only"``; `` (sinks)`` appended where it applies);
     * ``windows``: per layer, the tokens it keeps (``null``: the whole context);
     * ``layer_kv_elements``: per layer, numbers cached per token (K and V, or a latent; 0: none);
     * ``layer_state_elements``: per layer, numbers of fixed per-sequence state (recurrent layers; else 0);

@@ -41,7 +41,8 @@ class EngineError(ValueError):
 class Layer:
     """One decoder layer as a serving engine sees it."""
 
-    kind: str  #: "full", "window", "latent", "linear_attention", "mamba", "conv", "hybrid", "feed-forward only"
+    kind: str  #: "full", "window", "latent", "linear_attention", "mamba", "conv", "hybrid", "shared cache" (attends
+    #: over an earlier layer's cache), "feed-forward only"
     kv_per_token: int  #: elements cached per token (K + V, or the latent and indexer keys)
     window: int | None = None  #: tokens a windowed layer keeps (None: the whole context)
     state: int = 0  #: elements of fixed per-sequence state (convolution + recurrent)
@@ -311,9 +312,12 @@ def describe(raw: dict[str, Any]) -> EngineModel:
         state, rkind = _recurrent_state(layer)
         if kv and not kv_heads:
             kv_heads = heads if latent else kv // (2 * head_dim)
+        reuses = bool(shared[i])  # Gemma 3n: attention over an earlier layer's keys and values
         if shared[i]:
             kv = 0
-        if kv and state:
+        if reuses:
+            kind = "shared cache"  # attention over another layer's cache: nothing cached here
+        elif kv and state:
             kind = "hybrid"
         elif kv:
             kind = "latent" if latent else ("window" if windows[i] else "full")
@@ -366,8 +370,8 @@ def state_bytes_per_sequence(m: EngineModel, dtype: str = "bf16") -> float:
 
 def layer_kinds(m: EngineModel) -> list[str]:
     """Each layer's kind as the summary names it: ``"full"``, ``"window 128"``, ``"latent"``,
-    ``"linear_attention"``, ``"mamba"``, ``"hybrid, window 4096"``, ``"feed-forward only"``; `` (sinks)`` added for
-    attention with sink logits."""
+    ``"linear_attention"``, ``"mamba"``, ``"hybrid, window 4096"``, ``"shared cache"``, ``"feed-forward only"``;
+    `` (sinks)`` added for attention with sink logits."""
     out = []
     for layer in m.layers:
         label = f"window {layer.window}" if layer.kind == "window" else layer.kind
