@@ -122,9 +122,10 @@
       return { plan: best, weightsBytes: weights, kvTotalBytes: kvTotal, cached: cachedTokenLayers(c, o.context) };
     }
 
-    // Each layer's kind in one line (lib.planner.cli.layer_kinds): "42 layers: 21 window 4096, 21 full". A
-    // description that carries its own per-layer kinds (a list of labels, or the line itself) is shown as given.
+    // Each layer's kind in one line: "42 layers: 21 window 4096, 21 full". The description's own line
+    // (normalised()'s "layers") first, else its per-layer labels ("layer_kinds") counted, else the windows.
     function layerKinds(c) {
+      if (typeof c.layers === "string" && c.layers) return c.layers;
       const given = c.layer_kinds;
       if (typeof given === "string" && given) return given;
       const labels = Array.isArray(given) && given.length === c.n_layers ? given.map(String)
