@@ -3,6 +3,8 @@
 - :func:`tiled_forward` -- the tiled forward pass: one block of queries walks over the key tiles, and its
   running maximum ``m``, running sum ``l`` and running output are updated tile by tile (chapter
   "Exact attention without the n x n matrix").
+- :func:`running_weights` -- one query row after some of its key tiles: the weights the running statistics
+  give the keys seen so far, against the softmax over all keys (the chapter's slider over the keys seen).
 - :func:`layer_flops` -- where one layer's FLOPs go: the matrix products of the attention sub-layer and
   of the feed-forward block, and their shares at several sequence lengths (chapter on FLOPs).
 
@@ -19,7 +21,7 @@ import numpy as np
 
 from . import figures
 
-__all__ = ["layer_flops", "tiled_forward"]
+__all__ = ["layer_flops", "running_weights", "tiled_forward"]
 
 _GREY = "0.35"
 
@@ -65,6 +67,46 @@ def tiled_forward(logits: Sequence[float], tile: int, running_max: Sequence[floa
     ax2 = fig.add_subplot(grid[2], sharex=ax1)
     _statistics_panels(ax1, ax2, s, tile, m, ell)
     return fig
+
+
+def running_weights(ax, logits: Sequence[float], tile: int, keys_seen: int) -> tuple[float, float, np.ndarray]:
+    """One query row after its first ``keys_seen`` keys (whole tiles of ``tile`` keys): the running weights.
+
+    The running maximum ``m`` and sum ``l`` are updated tile by tile as in the chapter's loop; the keys seen
+    get the weights ``exp(s_j - m) / l`` (blue bars), the softmax over the keys seen so far. Grey outlines are
+    the softmax over all keys, the answer the loop reaches after its last tile; grey lines are tile boundaries.
+    Returns ``(m, l, weights)`` for the keys seen, so the chapter can check the picture against its numbers.
+    """
+    s = np.asarray(logits, dtype=float)
+    seen = int(keys_seen)
+    if seen % tile or not 0 < seen <= s.size:
+        raise ValueError(f"keys_seen must be a whole number of tiles of {tile} in (0, {s.size}], got {keys_seen!r}")
+    m, ell, top, stages = -np.inf, 0.0, 0.0, {}
+    for j in range(0, s.size, tile):  # the update of the chapter's attend_block, for one row
+        m_new = max(m, float(s[j:j + tile].max()))
+        ell = np.exp(m - m_new) * ell + float(np.exp(s[j:j + tile] - m_new).sum())
+        m = m_new
+        stages[j + tile] = (m, ell)
+        top = max(top, float(np.exp(s[:j + tile].max() - m)) / ell)  # the largest bar of any stage
+    m, ell = stages[seen]
+    weights = np.exp(s[:seen] - m) / ell
+    final = np.exp(s - s.max()) / np.exp(s - s.max()).sum()
+    keys = np.arange(s.size)
+    ax.bar(keys, final, width=0.8, fc="none", ec="0.55", lw=1.0, label="softmax, all keys")
+    ax.bar(keys[:seen], weights, width=0.8, color=figures.PALETTE[0], label="running")
+    for t in range(tile, s.size, tile):
+        ax.axvline(t - 0.5, color="0.8", lw=0.8, zorder=0)
+    if seen < s.size:
+        ax.axvspan(seen - 0.5, s.size - 0.5, color="0.93", zorder=0)
+    ax.set_ylim(0, 1.45 * top)  # the same scale for every number of keys seen
+    ax.set_xlim(-0.6, s.size - 0.4)
+    ax.set_xlabel("key $j$", fontsize=12)
+    ax.set_ylabel("weight", fontsize=12)
+    ax.tick_params(labelsize=11)
+    ax.grid(False)
+    ax.set_title(f"{seen} keys: $m$ = {m:.2f}, $\\ell$ = {ell:.2f}", fontsize=13)
+    ax.legend(loc="upper left", fontsize=10.5)
+    return m, ell, weights
 
 
 def _schedule_panel(ax, n_tiles: int, n_qb: int) -> None:
