@@ -179,6 +179,10 @@ def test_bibliography_lists_what_the_chapters_cite(page, site_url: str, site_pag
     _open(page, site_url, "bibliography.html")
     entries = set(page.eval_on_selector_all("div.citation[role='doc-biblioentry']", "els => els.map(e => e.id)"))
     assert entries, "the bibliography page lists no entries"
+    # labels read as the author-year citations do ("Vaswani et al., 2017"), not alpha keys ("VSP+17")
+    labels = page.eval_on_selector_all("div.citation > span.label", "els => els.map(e => e.textContent.trim())")
+    not_author_year = [t for t in labels if not re.fullmatch(r"\[?\S.*, (\d{4}[a-z]?|n\.d\.)\]?", t)]
+    assert labels and not not_author_year, f"bibliography labels not author-year: {not_author_year[:5]}"
     cited: set[str] = set()
     for rel in site_pages:
         if rel == "bibliography.html":
