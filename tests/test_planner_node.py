@@ -253,3 +253,39 @@ process.stdout.write(JSON.stringify(cs.map((c) => P.layerKinds(c))));
     got = json.loads(out.stdout)
     assert got[:-1] == [layer_kinds(c) for c in CONFIGS]
     assert got[-1] == "4 layers: 2 full, 2 linear"
+
+
+@pytest.mark.skipif(NODE is None, reason="node is not installed")
+def test_planner_js_engine_read_models_cache_and_parameters() -> None:
+    """Models only transformers reads reach the page as per-layer descriptions: the page's cache per token, per
+    sequence (windows applied) and recurrent state equal lib.planner.engine's, for every such fixture."""
+    pytest.importorskip("transformers")
+    from lib.planner import engine as eng
+    from lib.planner.cli import read_model
+
+    models = {}
+    for f in sorted((ROOT / "tests" / "fixtures").glob("*.config.json")):
+        try:
+            cfg, em, _ = read_model(f)
+        except Exception:  # noqa: BLE001 - a fixture neither reader takes is not the page's business
+            continue
+        if cfg is None and em is not None:
+            models[f.name.removesuffix(".config.json")] = em
+    assert models, "no fixture is read by transformers alone"
+    runner = """
+const P = require(process.argv[1])(JSON.parse(process.argv[2]));
+const cs = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+process.stdout.write(JSON.stringify(cs.map(([c, n, dt]) => P.engineCache(c, n, dt))));
+"""
+    cases = [(normalised(em, name), n, dt) for name, em in models.items() for n, dt in ((1, "bf16"), (8192, "fp8"),
+                                                                                         (131_072, "bf16"))]
+    out = subprocess.run([NODE, "-e", runner, str(ROOT / "lib" / "planner" / "web" / "planner.js"),
+                          json.dumps(BYTES_PER_DTYPE)], input=json.dumps(cases), capture_output=True, text=True,
+                         timeout=60, check=True)
+    got = json.loads(out.stdout)
+    ems = [em for em in models.values() for _ in range(3)]
+    for (desc, n, dt), em, js in zip(cases, ems, got, strict=True):
+        assert js["perToken"] == eng.kv_bytes_per_token(em, dt), desc["name"]
+        assert js["perSequence"] == eng.kv_bytes_per_sequence(em, n, dt), (desc["name"], n)
+        assert js["state"] == eng.state_bytes_per_sequence(em, dt), desc["name"]
+        assert desc["parameters"]["total"] == em.total

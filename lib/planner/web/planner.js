@@ -122,6 +122,18 @@
       return { plan: best, weightsBytes: weights, kvTotalBytes: kvTotal, cached: cachedTokenLayers(c, o.context) };
     }
 
+    // A model only transformers reads (normalised()'s reader "transformers"): its per-layer keys, as
+    // lib.planner.engine.kv_bytes_per_token, kv_bytes_per_sequence and state_bytes_per_sequence
+    function engineCache(c, context, kvDtype) {
+      const p = bytesPerElement(kvDtype);
+      let perToken = 0, seq = 0, state = 0;
+      for (let i = 0; i < c.n_layers; i++) {
+        perToken += c.layer_kv_elements[i];
+        seq += c.layer_kv_elements[i] * cachedTokens(context, c.windows[i]);
+        state += c.layer_state_elements[i];
+      }
+      return { perToken: perToken * p, perSequence: seq * p, state: state * p };
+    }
     // Each layer's kind in one line: "42 layers: 21 window 4096, 21 full". The description's own line
     // (normalised()'s "layers") first, else its per-layer labels ("layer_kinds") counted, else the windows.
     function layerKinds(c) {
@@ -247,7 +259,7 @@
       return out;
     }
     return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, cachedTokenLayers, kvBytesPerSequence,
-      validTpDegrees, tpLayout, planGpus, windows, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
+      validTpDegrees, tpLayout, planGpus, windows, engineCache, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
       checkpointedLayers, llamaActivationBytes, loraParameters, trainingPlan };
   }
 
@@ -343,60 +355,83 @@
     function loadPreset() {
       cfg = Object.assign({}, presets[input("preset").value]);
       for (const [name] of FIELDS) input(name).value = cfg[name] || 0;
+      const engine = cfg.reader === "transformers";  // its shape is per layer: the fields above do not apply
+      for (const [name] of FIELDS) input(name).disabled = engine;
+    }
+    // a model read by transformers: parameters and cache from its per-layer description
+    function updateEngine() {
+      const num = (name) => Number(input(name).value);
+      const context = num("context"), users = num("users");
+      if (!Number.isInteger(context) || context < 1) throw new Error("context must be a positive whole number");
+      if (!Number.isInteger(users) || users < 1) throw new Error("users must be a positive whole number");
+      const total = cfg.parameters.total, active = cfg.parameters.active_per_token;
+      set("params_total", fmt(total, 0), total);
+      set("params_active", fmt(active, 0), active);
+      const k = P.engineCache(cfg, context, input("kv_dtype").value);
+      const weights = total * P.bytesPerElement(input("dtype").value);
+      set("kv_token", fmt(k.perToken, 0) + " B = " + fmt(k.perToken / KiB, 2) + " KiB", k.perToken);
+      const kvTotal = users * (k.perSequence + k.state);
+      set("weights", bytesText(weights), weights);
+      set("kv_total", bytesText(kvTotal) + (k.state ? " (recurrent state included)" : ""), kvTotal);
+      set("total", bytesText(weights + kvTotal), weights + kvTotal);
+      set("layout", "read by transformers: for its GPU plan run python -m lib.sizing CONFIG");
     }
     function set(key, text, value) {
       cells[key].textContent = text;
       if (value === undefined) cells[key].removeAttribute("data-value"); else cells[key].setAttribute("data-value", String(value));
     }
     const bytesText = (b) => fmt(b, 0) + " B = " + fmt(b / GB, 2) + " GB = " + fmt(b / GiB, 2) + " GiB";
+    function updateHand() {
+      const c = Object.assign({}, cfg);
+      for (const [name] of FIELDS) {
+        const v = Number(input(name).value);
+        if (!Number.isInteger(v) || v < 0) throw new Error(name + " must be a whole number, got " + input(name).value);
+        c[name] = v;
+      }
+      for (const name of ["n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"]) {
+        if (c[name] < 1) throw new Error(name + " must be positive");
+      }
+      if (c.n_heads % c.n_kv_heads) throw new Error(c.n_heads + " query heads are not divisible by " + c.n_kv_heads + " key/value heads");
+      c.sliding_window = c.sliding_window || null;
+      for (const key of ["layer_windows", "moe_layers"]) {
+        if (c[key] && c[key].length !== c.n_layers) {
+          throw new Error("this preset's layers differ (" + key + " has " + c[key].length + " entries): keep its " +
+            c[key].length + " layers");
+        }
+      }
+      // a per-layer pattern keeps its shape: its windowed layers take the window entered (0: none)
+      if (c.layer_windows) c.layer_windows = c.layer_windows.map((w) => (w ? c.sliding_window : null));
+      c.kv_lora_rank = c.kv_lora_rank || null;
+      if (c.kv_lora_rank && !c.qk_rope_head_dim) throw new Error("latent attention needs the preset's rotary width");
+      const num = (name) => Number(input(name).value);
+      const o = {
+        context: num("context"), users: num("users"), memoryFraction: num("memory_fraction"),
+        gpuMemoryBytes: Math.round(num("gpu_memory") * (input("gpu_unit").value === "GiB" ? GiB : GB)),
+        overheadBytes: num("overhead") * GB, dtype: input("dtype").value, kvDtype: input("kv_dtype").value,
+      };
+      if (!Number.isInteger(o.context) || o.context < 1) throw new Error("context must be a positive whole number");
+      if (!Number.isInteger(o.users) || o.users < 1) throw new Error("users must be a positive whole number");
+      if (!(o.memoryFraction > 0 && o.memoryFraction <= 1)) throw new Error("usable fraction must be in (0, 1]");
+      if (!(o.gpuMemoryBytes > 0)) throw new Error("GPU memory must be positive");
+      if (!(o.overheadBytes >= 0)) throw new Error("overhead must not be negative");
+      const p = P.parameterCount(c);
+      set("params_total", fmt(p.total, 0), p.total);
+      set("params_active", fmt(p.active, 0), p.active);
+      const kvTok = P.kvBytesPerToken(c, o.kvDtype);
+      set("kv_token", fmt(kvTok, 0) + " B = " + fmt(kvTok / KiB, 2) + " KiB", kvTok);
+      const r = P.planGpus(c, o);
+      set("weights", bytesText(r.weightsBytes), r.weightsBytes);
+      set("kv_total", bytesText(r.kvTotalBytes) + " (" + r.cached + " token-layers cached per sequence)", r.kvTotalBytes);
+      set("total", bytesText(r.weightsBytes + r.kvTotalBytes), r.weightsBytes + r.kvTotalBytes);
+      set("naive", String(r.plan.naive), r.plan.naive);
+      set("gpus", String(r.plan.gpus), r.plan.gpus);
+      set("layout", r.plan.replicas + " replica(s) x tensor-parallel " + r.plan.tpDegree + ", " +
+        r.plan.sequencesPerReplica + " sequences per replica", r.plan.tpDegree);
+    }
     function update() {
       for (const key in cells) set(key, "");
       try {
-        const c = Object.assign({}, cfg);
-        for (const [name] of FIELDS) {
-          const v = Number(input(name).value);
-          if (!Number.isInteger(v) || v < 0) throw new Error(name + " must be a whole number, got " + input(name).value);
-          c[name] = v;
-        }
-        for (const name of ["n_layers", "d_model", "n_heads", "n_kv_heads", "head_dim", "d_ff", "vocab_size"]) {
-          if (c[name] < 1) throw new Error(name + " must be positive");
-        }
-        if (c.n_heads % c.n_kv_heads) throw new Error(c.n_heads + " query heads are not divisible by " + c.n_kv_heads + " key/value heads");
-        c.sliding_window = c.sliding_window || null;
-        for (const key of ["layer_windows", "moe_layers"]) {
-          if (c[key] && c[key].length !== c.n_layers) {
-            throw new Error("this preset's layers differ (" + key + " has " + c[key].length + " entries): keep its " +
-              c[key].length + " layers");
-          }
-        }
-        // a per-layer pattern keeps its shape: its windowed layers take the window entered (0: none)
-        if (c.layer_windows) c.layer_windows = c.layer_windows.map((w) => (w ? c.sliding_window : null));
-        c.kv_lora_rank = c.kv_lora_rank || null;
-        if (c.kv_lora_rank && !c.qk_rope_head_dim) throw new Error("latent attention needs the preset's rotary width");
-        const num = (name) => Number(input(name).value);
-        const o = {
-          context: num("context"), users: num("users"), memoryFraction: num("memory_fraction"),
-          gpuMemoryBytes: Math.round(num("gpu_memory") * (input("gpu_unit").value === "GiB" ? GiB : GB)),
-          overheadBytes: num("overhead") * GB, dtype: input("dtype").value, kvDtype: input("kv_dtype").value,
-        };
-        if (!Number.isInteger(o.context) || o.context < 1) throw new Error("context must be a positive whole number");
-        if (!Number.isInteger(o.users) || o.users < 1) throw new Error("users must be a positive whole number");
-        if (!(o.memoryFraction > 0 && o.memoryFraction <= 1)) throw new Error("usable fraction must be in (0, 1]");
-        if (!(o.gpuMemoryBytes > 0)) throw new Error("GPU memory must be positive");
-        if (!(o.overheadBytes >= 0)) throw new Error("overhead must not be negative");
-        const p = P.parameterCount(c);
-        set("params_total", fmt(p.total, 0), p.total);
-        set("params_active", fmt(p.active, 0), p.active);
-        const kvTok = P.kvBytesPerToken(c, o.kvDtype);
-        set("kv_token", fmt(kvTok, 0) + " B = " + fmt(kvTok / KiB, 2) + " KiB", kvTok);
-        const r = P.planGpus(c, o);
-        set("weights", bytesText(r.weightsBytes), r.weightsBytes);
-        set("kv_total", bytesText(r.kvTotalBytes) + " (" + r.cached + " token-layers cached per sequence)", r.kvTotalBytes);
-        set("total", bytesText(r.weightsBytes + r.kvTotalBytes), r.weightsBytes + r.kvTotalBytes);
-        set("naive", String(r.plan.naive), r.plan.naive);
-        set("gpus", String(r.plan.gpus), r.plan.gpus);
-        set("layout", r.plan.replicas + " replica(s) x tensor-parallel " + r.plan.tpDegree + ", " +
-          r.plan.sequencesPerReplica + " sequences per replica", r.plan.tpDegree);
+        if (cfg.reader === "transformers") updateEngine(); else updateHand();
       } catch (err) {
         set("error", String(err.message || err));
       }
