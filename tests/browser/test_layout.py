@@ -11,6 +11,7 @@
   lines).
 - At 1280 px a code cell's or an output's box holds at least 78 characters (the chapters are formatted to 76)
   without scrolling sideways: its inner width is measured against a 78-character string in its own font.
+- On a phone a tap opens a figure at full size (700 px or more), and another tap closes it.
 - Tables (pandas outputs, markdown tables) fit the text column at both widths: they wrap, never scroll or
   stick out (code may scroll inside its box on a phone; tables may not).
 """
@@ -179,3 +180,22 @@ def test_few_numbered_equations_scroll_on_a_phone(page, site_url: str, site_page
     assert len(scrolling) <= MAX_SCROLLING_NUMBERED_ON_PHONE, (
         f"{len(scrolling)} of {numbered} numbered equations scroll sideways at 390 px (at most "
         f"{MAX_SCROLLING_NUMBERED_ON_PHONE}): break them over lines; {scrolling}")
+
+
+def test_a_figure_opens_full_size_on_a_tap(page, site_url: str, site_pages: list[str]) -> None:
+    """On a phone a figure is shown 358 px wide; a tap opens it at 700 px or more (scrolling sideways) and a
+    second tap closes it (_static/figure-zoom.js)."""
+    chapters = [p for p in site_pages if p.startswith("chapters/")]
+    assert chapters, "no chapter pages"
+    _load(page, site_url, chapters[0] if "chapters/softmax.html" not in chapters else "chapters/softmax.html",
+          WIDTHS["phone"])
+    figure = page.locator("img.book-zoomable").first
+    assert figure.count(), "no figure can be opened full size (img.book-zoomable)"
+    figure.scroll_into_view_if_needed()
+    figure.click()
+    shown = page.evaluate("""() => { const o = document.querySelector('div.book-zoom');
+        const img = o && o.querySelector('img');
+        return o ? {width: img.getBoundingClientRect().width, scrolls: o.scrollWidth > o.clientWidth} : null; }""")
+    assert shown and shown["width"] >= 700 and shown["scrolls"], f"the figure did not open full size: {shown}"
+    page.locator("div.book-zoom").click()
+    assert page.locator("div.book-zoom").count() == 0, "the full-size figure did not close"
