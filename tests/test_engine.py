@@ -153,3 +153,16 @@ def test_routed_experts_without_a_top_k_are_refused(monkeypatch: pytest.MonkeyPa
     raw = json.loads((FIXTURES / "Mixtral-8x7B-v0.1.config.json").read_text())
     with pytest.raises(engine.EngineError, match="top-k"):
         engine.describe(raw)
+
+
+def test_every_fixture_is_planned() -> None:
+    """Every published config gets a serving plan from the engine's description (vLLM's accounting, 64 users of
+    8192 tokens on H100s), no fewer GPUs than the naive count, and weights plus cache within the budget."""
+    from lib.planner.gpus import GPUS
+
+    memory = GPUS["H100-80GB"].plan_bytes
+    for path in FILES:
+        m = _engine(path)
+        plan = engine_plan(m, users=64, context=8192, gpu_memory_bytes=memory, max_pp=8)
+        assert plan.gpus >= plan.naive_gpus >= 1, path.name
+        assert plan.weight_bytes_per_gpu + plan.kv_bytes_per_gpu <= plan.usable_bytes_per_gpu, path.name
