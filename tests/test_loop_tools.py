@@ -106,10 +106,22 @@ def test_chapters_options_may_follow_the_notebooks() -> None:
 
 def test_step_timer_reads_the_summary() -> None:
     tool = _tool("time_test")
-    text = ("==> lint\nSummary:\n  PASS  set-up (91s)\n  FAIL  nbval (exit 1, 300s)\n"
-            "  PASS  pdf-build (210s, alongside browser)\n  SKIP  browser (BOOK_SKIP...)\n")
+    text = ("==> lint\nSummary:\n  PASS  set-up (91s)\n  FAIL  nbval (exit 1, 300s, cpu 590s)\n"
+            "  PASS  pdf-build (210s, cpu 40s, alongside browser)\n  SKIP  browser (BOOK_SKIP...)\n")
     assert tool.parse_summary(text) == [
         {"step": "set-up", "status": "PASS", "seconds": 91},
-        {"step": "nbval", "status": "FAIL", "seconds": 300},
-        {"step": "pdf-build", "status": "PASS", "seconds": 210},
+        {"step": "nbval", "status": "FAIL", "seconds": 300, "cpu_seconds": 590},
+        {"step": "pdf-build", "status": "PASS", "seconds": 210, "cpu_seconds": 40},
     ]
+
+
+def test_steps_record_cpu_seconds(tmp_path: Path) -> None:
+    """tools/steps.sh records each step's CPU seconds (its processes' user + system time), not the shell's."""
+    script = tmp_path / "s.sh"
+    script.write_text(f". {ROOT / 'tools' / 'steps.sh'}\n"
+                      "step busy python3 -c 'sum(range(100_000_000))'\nstep idle sleep 1\n"
+                      "printf '%s\\n' \"${summary[@]}\"\n")
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
+    busy, idle = _tool("time_test").parse_summary("Summary:\n" + out)
+    assert busy["step"] == "busy" and busy["cpu_seconds"] >= 1
+    assert idle["step"] == "idle" and idle["cpu_seconds"] == 0 and idle["seconds"] >= 1

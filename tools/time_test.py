@@ -20,6 +20,7 @@ import datetime as dt
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -28,7 +29,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-STEP_RE = re.compile(r"^\s+(PASS|FAIL|SKIP)\s+(.+?)\s+\((?:exit \d+, )?(\d+)s(?:, [^)]*)?\)\s*$")
+STEP_RE = re.compile(r"^\s+(PASS|FAIL|SKIP)\s+(.+?)\s+\((?:exit \d+, )?(\d+)s(?:, ([^)]*))?\)\s*$")
+CPU_RE = re.compile(r"(?:^|, )cpu (\d+)s")
 
 
 def parse_summary(text: str) -> list[dict]:
@@ -41,7 +43,11 @@ def parse_summary(text: str) -> list[dict]:
             continue
         m = STEP_RE.match(line) if in_summary else None
         if m:
-            steps.append({"step": m.group(2), "status": m.group(1), "seconds": int(m.group(3))})
+            row = {"step": m.group(2), "status": m.group(1), "seconds": int(m.group(3))}
+            cpu = CPU_RE.search(m.group(4) or "")
+            if cpu:  # user + system seconds of the step's processes (tools/steps.sh)
+                row["cpu_seconds"] = int(cpu.group(1))
+            steps.append(row)
     return steps
 
 
@@ -73,9 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     log = tmp / "ci-run.log"
     print(f"time_test: bash .ci/run in {clone} (commit {commit[:12]}); log: {log}", flush=True)
     t0 = time.perf_counter()
+    cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     with log.open("w") as fh:
         rc = subprocess.run(["bash", ".ci/run"], cwd=clone, env=env, stdout=fh, stderr=subprocess.STDOUT).returncode
     total = time.perf_counter() - t0
+    cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total_cpu = (cpu1.ru_utime - cpu0.ru_utime) + (cpu1.ru_stime - cpu0.ru_stime)
     text = log.read_text()
     steps = parse_summary(text)
     report = {
@@ -86,15 +95,17 @@ def main(argv: list[str] | None = None) -> int:
         "env": extra,
         "returncode": rc,
         "total_seconds": round(total),
+        "total_cpu_seconds": round(total_cpu),
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "steps": steps,
         "log_tail": text[-3000:] if rc else "",
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=1) + "\n")
-    print("| step | status | seconds |\n|---|---|---:|")
+    print("| step | status | seconds | CPU seconds |\n|---|---|---:|---:|")
     for s in steps:
-        print(f"| {s['step']} | {s['status']} | {s['seconds']} |")
-    print(f"| **all** (`bash .ci/run`, exit {rc}) | | **{round(total)}** |")
+        print(f"| {s['step']} | {s['status']} | {s['seconds']} | {s.get('cpu_seconds', '')} |")
+    print(f"| **all** (`bash .ci/run`, exit {rc}) | | **{round(total)}** | **{round(total_cpu)}** |")
     print(f"time_test: wrote {args.out}")
     if args.keep:
         print(f"time_test: the clone is kept at {clone}")
