@@ -16,7 +16,12 @@ import torch
 import torch.nn.functional as F
 
 from lib.planner import training as T
-from lib.planner.train_cli import TrainingInputError, add_train_arguments, training_report
+from lib.planner.train_cli import (
+    TrainingInputError,
+    add_train_arguments,
+    language_model_config,
+    training_report,
+)
 from lib.pt.model import Seq2SeqTransformer, source_mask, target_mask
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -224,6 +229,7 @@ def _fixture_configs() -> dict[str, dict]:
 
 
 def _dense(cfg: dict) -> bool:
+    cfg = language_model_config(cfg)[0]  # a multimodal wrapper: its language model
     moe = any(cfg.get(k) for k in ("num_local_experts", "num_experts", "n_routed_experts"))
     return not moe and cfg.get("model_type") not in HYBRID
 
@@ -249,6 +255,7 @@ def test_activation_bytes_within_one_percent_of_meta_count(name):
     transformers' whole model on the meta device."""
     cfg = _fixture_configs()[name]
     report = training_report(cfg, _args("--context", "2048", "--attention", "eager"))
+    cfg = language_model_config(cfg)[0]
     layers = cfg.get("num_hidden_layers") or cfg.get("n_layer")
     counted = T.meta_saved(cfg, layers, 2048, 1, "bf16")["bytes"]
     assert abs(report["activation_bytes"] - counted) <= 0.01 * counted

@@ -22,8 +22,8 @@ from typing import Any
 
 from . import training as T
 
-__all__ = ["add_train_arguments", "training_report", "training_text", "meta_activation_bytes", "TrainingInputError",
-           "TRAINING_KEYS"]
+__all__ = ["add_train_arguments", "training_report", "language_model_config", "training_text",
+           "meta_activation_bytes", "TrainingInputError", "TRAINING_KEYS"]
 
 #: Keys of the ``training`` object, each with its meaning.
 TRAINING_KEYS = {
@@ -200,6 +200,21 @@ def _check(args: Any) -> tuple[str, int, int, int, int, int]:
     return dtype, gpus, tp, pp, gpus // (tp * pp), n
 
 
+def language_model_config(config: dict[str, Any]) -> tuple[dict[str, Any], str | None]:
+    """The config to train: ``config`` itself, or for a multimodal wrapper (a ``text_config`` and no layer count
+    at the top) its language model, with the wrapper's ``tie_word_embeddings`` where the text part has none.
+    Returns the config and a note (None when nothing was unwrapped)."""
+    if not isinstance(config.get("text_config"), dict) or any(
+            k in config for k in ("num_hidden_layers", "n_layer", "num_layers")):
+        return config, None
+    text = dict(config["text_config"])
+    text.setdefault("model_type", f"{config.get('model_type')}_text")
+    if "tie_word_embeddings" in config and "tie_word_embeddings" not in text:
+        text["tie_word_embeddings"] = config["tie_word_embeddings"]
+    return text, (f"{config.get('model_type')}: a multimodal wrapper; its language model ({text['model_type']},"
+                  " text_config) is planned, the vision tower is not")
+
+
 def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
     """The JSON ``training`` object for ``config`` (a parsed config.json) and the parsed options ``args``.
 
@@ -207,6 +222,7 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
     """
     if not isinstance(config, dict) or "model_type" not in config:
         raise TrainingInputError("config must be a parsed config.json with a model_type")
+    config, wrapper_note = language_model_config(config)
     dtype, gpus, tp, pp, dp, n = _check(args)
     b = _get(args, "micro_batch", 1)
     attention = _get(args, "attention", "flash")
@@ -217,7 +233,7 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
     targets = [t.strip() for t in str(_get(args, "lora_targets", "q_proj,v_proj")).split(",") if t.strip()]
     p = ACT_BYTES.get(dtype, 2)  # a quantised frozen base computes in bf16
     mt = config["model_type"]
-    assumptions: list[str] = []
+    assumptions: list[str] = [wrapper_note] if wrapper_note else []
     if mt in T.LLAMA_STYLE:
         shape = T.llama_shape(config)
         n_params, n_matmul = shape.parameters(), shape.matmul_parameters()
