@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import html
 import json
-import math
 import re
 import sys
 from dataclasses import asdict, replace
@@ -135,7 +134,8 @@ def normalised(model: ModelConfig | eng_mod.EngineModel, name: str = "") -> dict
         d = {"model_type": model.model_type, "name": name or model.model_type, "family": model.config_class,
              "n_layers": len(layers), "d_model": model.d_model, "n_heads": model.n_heads,
              "n_kv_heads": model.n_kv_heads, "vocab_size": model.vocab_size, "max_positions": model.max_positions,
-             "reader": "transformers", "layers": eng_mod.layer_summary(model), "layer_kinds": eng_mod.layer_kinds(model),
+             "reader": "transformers", "layers": eng_mod.layer_summary(model),
+             "layer_kinds": eng_mod.layer_kinds(model),
              "windows": [la.window for la in layers], "layer_kv_elements": [la.kv_per_token for la in layers],
              "layer_state_elements": [la.state for la in layers], "layer_params": [la.params for la in layers],
              "layer_active_params": [la.active for la in layers],

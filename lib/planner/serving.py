@@ -20,9 +20,8 @@ the number of layers, so 3 GPUs can hold a model by layers even where no tensor-
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from ..constants import GB, GiB
 from .cache import cached_tokens, kv_elements_per_token_layer, model_kv_bytes_per_token, model_kv_cache_bytes
