@@ -3,7 +3,8 @@
 - :func:`attention_dataflow` -- one head as data flow: ``Q, K, V -> S = Q Kᵀ -> S' = S/√d_k -> mask ->
   A = softmax(S') -> O = A V``, each stage with the shape of what it produces. The notation chapter shows it.
 - :func:`computation_graph` -- the same head as a computational graph, each node with its forward value and
-  the gradient of the loss. The backward chapter shows it for its worked example.
+  the gradient of the loss. The backward chapter shows it for its worked example
+  (:func:`computation_graph_figure`: in a narrow figure of its own).
 
 A diagram is a function of an ``Axes`` (so a chapter can place it) that returns the stages it drew, top to
 bottom, so a chapter can check that the picture and the equations name the same steps.
@@ -19,10 +20,12 @@ __all__ = [
     "ATTENTION_STAGES",
     "GRAPH_EDGES",
     "GRAPH_LAYOUT",
+    "GRAPH_SIZE",
     "Stage",
     "attention_dataflow",
     "attention_dataflow_figure",
     "computation_graph",
+    "computation_graph_figure",
 ]
 
 
@@ -114,21 +117,24 @@ def _matrix_text(m: Any) -> str:
     return "\n".join("[" + " ".join(f"{x:+.4f}" for x in row) + "]" for row in rows)
 
 
-#: Where each node of the backward chapter's graph sits (x, y in inches) and its title.
+#: Where each node of the backward chapter's graph sits (x, y in inches) and its title: two columns, so that
+#: the figure is narrow and its numbers stay legible at phone width.
 GRAPH_LAYOUT: dict[str, tuple[float, float, str]] = {
-    "Q": (0.8, 3.45, "$Q$"),
-    "K": (0.8, 2.1, "$K$"),
-    "S": (2.55, 3.45, r"$S = QK^\top$"),
-    "S'": (4.3, 3.45, r"$S' = S/\sqrt{d_k}$"),
-    "A": (6.05, 3.45, r"$A = \mathrm{softmax}(S')$"),
-    "V": (4.3, 2.1, "$V$"),
-    "O": (6.05, 0.75, "$O = AV$"),
-    "L": (0.8, 0.75, r"$\mathcal{L} = \sum O$"),
+    "Q": (1.1, 6.15, "$Q$"),
+    "K": (3.35, 6.15, "$K$"),
+    "S": (1.1, 4.45, r"$S = QK^\top$"),
+    "S'": (3.35, 4.45, r"$S' = S/\sqrt{d_k}$"),
+    "V": (1.1, 2.75, "$V$"),
+    "A": (3.35, 2.75, r"$A = \mathrm{softmax}(S')$"),
+    "L": (1.1, 1.05, r"$\mathcal{L} = \sum O$"),
+    "O": (3.35, 1.05, "$O = AV$"),
 }
 #: The edges of that graph, in the direction of the forward pass.
 GRAPH_EDGES: tuple[tuple[str, str], ...] = (
     ("Q", "S"), ("K", "S"), ("S", "S'"), ("S'", "A"), ("A", "O"), ("V", "O"), ("O", "L"),
 )
+#: Width and height (inches) of the figure :func:`computation_graph_figure` draws the graph in.
+GRAPH_SIZE = (4.45, 7.2)
 
 
 def computation_graph(ax: Any, values: dict[str, tuple[Any, Any]]) -> tuple[str, ...]:
@@ -136,7 +142,8 @@ def computation_graph(ax: Any, values: dict[str, tuple[Any, Any]]) -> tuple[str,
 
     ``values`` maps each node of :data:`GRAPH_LAYOUT` to ``(forward value, gradient of the loss)``; each box
     shows its title, the forward value (blue) and the gradient (orange, the palette's vermilion), and the
-    arrows follow the forward pass. Returns the nodes drawn.
+    arrows follow the forward pass. Returns the nodes drawn. The layout is in inches for an ``ax`` filling a
+    figure of :data:`GRAPH_SIZE` (:func:`computation_graph_figure`).
     """
     import numpy as np
     from matplotlib.patches import FancyBboxPatch
@@ -145,16 +152,16 @@ def computation_graph(ax: Any, values: dict[str, tuple[Any, Any]]) -> tuple[str,
     if missing:
         raise ValueError(f"values lacks the nodes {sorted(missing)}")
     blue, red = figures.PALETTE[0], figures.PALETTE[3]
-    w, h_box = 1.5, 1.12
+    w, h_box = 2.05, 1.3
     for node, (x, y, title) in GRAPH_LAYOUT.items():
         value, grad = values[node]
         ax.add_patch(FancyBboxPatch((x - w / 2, y - h_box / 2), w, h_box, boxstyle="round,pad=0.03",
                                     fc="#f7f7f7", ec="0.3"))
         rows = np.atleast_2d(value).shape[0]
-        ax.text(x, y + 0.38, title, ha="center", va="center", fontsize=10)
-        ax.text(x, y + 0.02, _matrix_text(value), ha="center", va="center", fontsize=9, color=blue,
+        ax.text(x, y + 0.44, title, ha="center", va="center", fontsize=12)
+        ax.text(x, y + 0.03, _matrix_text(value), ha="center", va="center", fontsize=11, color=blue,
                 family="monospace")
-        ax.text(x, y - 0.34 + 0.08 * (2 - rows), _matrix_text(grad), ha="center", va="center", fontsize=9,
+        ax.text(x, y - 0.4 + 0.1 * (2 - rows), _matrix_text(grad), ha="center", va="center", fontsize=11,
                 color=red, family="monospace")
 
     def anchor(node: str, toward: str) -> tuple[float, float]:
@@ -165,10 +172,20 @@ def computation_graph(ax: Any, values: dict[str, tuple[Any, Any]]) -> tuple[str,
 
     for a, b in GRAPH_EDGES:
         ax.annotate("", xy=anchor(b, a), xytext=anchor(a, b),
-                    arrowprops=dict(arrowstyle="-|>", color="0.35", lw=1.2, shrinkA=2, shrinkB=2))
-    ax.text(2.55, 2.1, "blue: forward value\norange: gradient of $\\mathcal{L}$", fontsize=9.5, ha="center",
-            va="center")
-    ax.set_xlim(0, figures.TEXT_WIDTH)
-    ax.set_ylim(0.1, 4.1)
+                    arrowprops=dict(arrowstyle="-|>", color="0.35", lw=1.3, shrinkA=2, shrinkB=2))
+    ax.text(GRAPH_SIZE[0] / 2, GRAPH_SIZE[1] - 0.2, "blue: forward value, orange: gradient of $\\mathcal{L}$",
+            fontsize=11, ha="center", va="center")
+    ax.set_xlim(0, GRAPH_SIZE[0])
+    ax.set_ylim(0.25, GRAPH_SIZE[1])
     ax.set_axis_off()
     return tuple(GRAPH_LAYOUT)
+
+
+def computation_graph_figure(values: dict[str, tuple[Any, Any]]):
+    """A figure of its own for :func:`computation_graph`, narrow enough to stay legible at phone width."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=GRAPH_SIZE, layout="none")
+    fig.subplots_adjust(0, 0, 1, 1)
+    drawn = computation_graph(ax, values)
+    return fig, drawn

@@ -21,9 +21,14 @@ import numpy as np
 
 from . import figures
 
-__all__ = ["layer_flops", "running_weights", "tiled_forward"]
+__all__ = ["LARGE_TEXT", "layer_flops", "running_weights", "tiled_forward"]
 
 _GREY = "0.35"
+
+#: rcParams for a full-width plot whose text must stay legible when the page is a phone's width (about half
+#: the figure's own size): a chapter draws such a plot inside ``plt.rc_context(LARGE_TEXT)``.
+LARGE_TEXT = {"font.size": 13.5, "axes.labelsize": 13.5, "axes.titlesize": 13.5, "xtick.labelsize": 12.5,
+              "ytick.labelsize": 12.5, "legend.fontsize": 12}
 
 
 def _box(ax, x, y, w, h, text, *, face, edge="0.2", color="black", size=10.5, lw=1.0, alpha=1.0):
@@ -117,14 +122,14 @@ def _schedule_panel(ax, n_tiles: int, n_qb: int) -> None:
     # K and V tiles along the top
     for j in range(n_tiles):
         _box(ax, x0 + j * cw + 0.06, top + 0.18, cw - 0.12, 0.42, f"$K_{j + 1}, V_{j + 1}$",
-             face=figures.PALETTE[5], alpha=0.35, size=10)
-    ax.text(x0 - 0.1, top + 0.39, "keys, values", ha="right", va="center", fontsize=10.5)
+             face=figures.PALETTE[5], alpha=0.35, size=11.5)
+    ax.text(x0 - 0.1, top + 0.39, "keys, values", ha="right", va="center", fontsize=12)
     # Q blocks down the left
     for i in range(n_qb):
         y = top - (i + 1) * ch
         face = figures.PALETTE[1] if i == active else "0.92"
-        _box(ax, 0.95, y + 0.06, 1.0, ch - 0.12, f"$Q_{i + 1}$", face=face, alpha=0.8 if i == active else 1.0)
-    ax.text(0.4, top - n_qb * ch / 2, "queries", rotation=90, ha="center", va="center", fontsize=10.5)
+        _box(ax, 0.95, y + 0.06, 1.0, ch - 0.12, f"$Q_{i + 1}$", face=face, alpha=0.8 if i == active else 1.0, size=12)
+    ax.text(0.4, top - n_qb * ch / 2, "queries", rotation=90, ha="center", va="center", fontsize=12)
     # the score matrix, tile by tile
     for i in range(n_qb):
         for j in range(n_tiles):
@@ -133,7 +138,7 @@ def _schedule_panel(ax, n_tiles: int, n_qb: int) -> None:
             _box(ax, x + 0.04, y + 0.04, cw - 0.08, ch - 0.08, "", face=face, edge="0.6", lw=0.8)
     y_act = top - (active + 1) * ch
     xc = x0 + 2 * cw + cw / 2
-    ax.text(xc, y_act + ch * 0.64, "$S'$ tile", ha="center", va="center", fontsize=10)
+    ax.text(xc, y_act + ch * 0.64, "$S'$ tile", ha="center", va="center", fontsize=11.5)
     for j in range(n_tiles - 1):  # the walk over the key tiles
         _arrow(ax, (x0 + j * cw + 0.62, y_act + 0.17), (x0 + (j + 1) * cw + 0.38, y_act + 0.17),
                color="0.15", lw=1.2)
@@ -141,11 +146,11 @@ def _schedule_panel(ax, n_tiles: int, n_qb: int) -> None:
     xs = x0 + n_tiles * cw + 0.35
     _box(ax, xs, y_act - 0.55, 2.35, 1.7,
          "running state\nof $Q_2$'s rows:\n$m$ (max), $\\ell$ (sum),\n$o$ (output)",
-         face="#FBE3BE", size=10)
+         face="#FBE3BE", size=11)
     _arrow(ax, (x0 + n_tiles * cw - 0.02, y_act + ch / 2), (xs - 0.02, y_act + ch / 2), color="0.15")
     ax.text(x0 + n_tiles * cw / 2, y0 - 0.22,
             "one tile of scores at a time; the other query blocks\ndo the same, independently",
-            ha="center", va="top", fontsize=10)
+            ha="center", va="top", fontsize=12)
     ax.set_xlim(0.1, xs + 2.5)
     ax.set_ylim(y0 - 0.95, top + 0.7)
     ax.set_aspect("equal")
@@ -167,7 +172,7 @@ def _statistics_panels(ax1, ax2, s: np.ndarray, tile: int, m: np.ndarray, ell: n
         ax1.hlines(m[t], starts[t], edges[t], color=figures.PALETTE[3], lw=2.2,
                    label="running max $m$" if t == 0 else None)
     ax1.set_ylabel("logit $s_j$")
-    ax1.set_title("one query row: logits by tile, and $m$ after each tile", fontsize=10.5)
+    ax1.set_title("one query row: logits by tile, $m$ after each tile", fontsize=13)
     ax1.legend(loc="lower right")
     ax1.tick_params(labelbottom=False)
     x = edges
@@ -204,7 +209,7 @@ def layer_flops(steps: Sequence[tuple[str, str, str]], shares: Mapping[Any, Mapp
         x, y = col * (w + gap), -row * (h + 0.75)
         face = colors.get(group, "0.9")
         text = label if not formula else f"{label}\n{formula}"
-        _box(ax, x, y, w, h, text, face=face, alpha=0.3 if group else 1.0, size=10)
+        _box(ax, x, y, w, h, text, face=face, alpha=0.3 if group else 1.0, size=12.5)
         if idx + 1 < len(steps):
             nrow, ncol = divmod(idx + 1, per_row)
             if nrow == row:
@@ -225,7 +230,7 @@ def layer_flops(steps: Sequence[tuple[str, str, str]], shares: Mapping[Any, Mapp
         bx.barh(range(len(labels)), vals, left=left, color=colors[g], label=name, height=0.62)
         for i, v in enumerate(vals):
             if v >= 0.08:
-                bx.text(left[i] + v / 2, i, f"{100 * v:.0f}%", ha="center", va="center", fontsize=9.5,
+                bx.text(left[i] + v / 2, i, f"{100 * v:.0f}%", ha="center", va="center", fontsize=12,
                         color="white" if g != list(groups)[1] else "black")
         left += vals
     bx.set_yticks(range(len(labels)), [str(lab) for lab in labels])
