@@ -48,7 +48,6 @@ PYEOF
 }
 
 install_with_uv() {
-  [ "${BOOK_PIP_ONLY:-0}" = "1" ] && return 1
   .venv/bin/python -m pip install --quiet "uv==$UV_VERSION" >> .venv/pip-install.log 2>&1 || return 1
   local -a opts
   mapfile -t opts < <(pip_config_as_uv_options)
@@ -78,11 +77,16 @@ install_with_pip() {
 if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   t0=$SECONDS
   : > .venv/pip-install.log
-  echo "setup: installing requirements.lock into .venv with uv $UV_VERSION"
-  if ! install_with_uv; then
-    echo "setup: uv did not install the lock (see .venv/pip-install.log); installing it with pip" \
-         "(a few minutes the first time)"
+  if [ "${BOOK_PIP_ONLY:-0}" = "1" ]; then
+    echo "setup: installing requirements.lock into .venv with pip (BOOK_PIP_ONLY=1; a few minutes the first time)"
     install_with_pip
+  else
+    echo "setup: installing requirements.lock into .venv with uv $UV_VERSION"
+    if ! install_with_uv; then
+      echo "setup: uv did not install the lock (see .venv/pip-install.log); installing it with pip" \
+           "(a few minutes the first time)"
+      install_with_pip
+    fi
   fi
   .venv/bin/python -c "import jupyter_book, torch, numpy, nbval, lib" || { echo "setup: installation failed" >&2; exit 1; }
   echo "$want" > "$stamp"
