@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Set up everything the book needs, idempotently, with Python 3.11+ and pip (which fetches uv) alone: the virtual environment with
-# the locked requirements (requirements.lock, re-installed only when the lock or pyproject.toml changed) and
+# Set up everything the book needs, idempotently, with Python 3.11+ and pip (which fetches uv) alone: the virtual
+# environment with the locked requirements (requirements.lock, re-installed only when the lock or pyproject.toml
+# changed) and
 # the book's own library in editable mode. MathJax for the offline book comes from a pip package
 # (sphinx-mathjax-offline): no npm, no root. The lock is installed by uv (a single wheel that pip fetches first,
 # from the same index), which installs the ~190 pinned packages in parallel for a fraction of pip's CPU time,
