@@ -3,9 +3,11 @@
 Checked: a cover (title, subtitle, version and date, no page number); a table of contents whose page numbers
 are the pages where its entries start; an outline (bookmarks) of parts > chapters > sections; every chapter
 starting a new page; every chapter title, numbered; no web-page UI text ("Hide code cell source", buttons);
-no raw TeX; the bibliography; and a sample of the glued numbers of every chapter, the same in the PDF as in
-the stored outputs the HTML renders (and in the built HTML itself when there is one: ``$BOOK_HTML``, else
-``_build/strict/_build/html``, else ``_build/html``).
+no raw TeX; the bibliography; no source line of a cell tagged hide-input (only its output is printed); no
+"-dirty" version on the cover; no page ending with an empty code frame; figures as vector graphics; and a
+sample of the glued numbers of every chapter, the same in the PDF as in the stored outputs the HTML renders
+(and in the built HTML itself when there is one: ``$BOOK_HTML``, else ``_build/strict/_build/html``, else
+``_build/html``).
 
 Marked ``pdf``: the test command builds the PDF (``tools/build_pdf.py``, about four minutes) and then runs
 ``pytest -m pdf``; the library tests skip these. ``$BOOK_PDF`` names the file (default ``_build/pdf/book.pdf``).
@@ -309,8 +311,11 @@ def empty_frame_at_bottom(strip) -> bool:
     while first > 0 and (a[first - 1] < 252).any():
         first -= 1
     band = a[first:last + 1]
-    # at 36 dpi an empty frame (its padding) is 7 rows or more; a box's bottom border or shadow, 1 to 3
-    return band.shape[0] >= 5 and not (band < 180).any() and (band < 252).mean() > 0.3
+    # at 36 dpi an empty frame (its padding) is 7 rows or more; a box's bottom border or shadow, 1 to 3. A dark
+    # column through the whole band is the frame's own left or right border, not text.
+    dark = band < 180
+    text = dark[:, dark.mean(axis=0) < 0.8].any()
+    return band.shape[0] >= 5 and not text and (band < 252).mean() > 0.3
 
 
 def test_empty_frame_detector() -> None:
@@ -320,6 +325,8 @@ def test_empty_frame_detector() -> None:
     page[10:14, 20:200] = 40  # a line of text
     assert not empty_frame_at_bottom(page)
     page[80:90, 10:290] = 244  # a code frame's shaded box, nothing in it
+    assert empty_frame_at_bottom(page)
+    page[80:90, 10:12] = 90  # with a coloured left border
     assert empty_frame_at_bottom(page)
     page[83:86, 20:120] = 30  # a line of code in it
     assert not empty_frame_at_bottom(page)

@@ -7,8 +7,8 @@
    downloaded). Once MathJax has typeset every equation, a script turns the web page into a book's body: the
    site's navigation, buttons and "Show/Hide code cell" labels are removed, a cell tagged ``hide-input`` prints
    its output only, every other collapsed cell is opened, empty frames are dropped, a code or output box of up
-   to 12 lines never splits across pages (a longer one keeps its first and last two lines together, so no page
-   ends or starts with an empty frame), code and output lines wrap with a hanging indent that keeps their
+   to 12 lines never splits across pages and a longer one splits between its lines (so no page ends with an
+   empty frame), code and output lines wrap with a hanging indent that keeps their
    indentation, figures print as the vector graphics (SVG) the chapters store, captions print dark, each part
    gets a title page, each chapter starts a new page,
    and a table of contents with page numbers comes first.
@@ -96,12 +96,16 @@ details > summary { display: none !important; }
 div.highlight, div.highlight pre, .output pre { overflow: visible !important; max-height: none !important; }
 div.highlight pre, .output pre { white-space: pre-wrap; overflow-wrap: anywhere; font-size: 8.6pt; line-height: 1.35; }
 pre .book-line { display: block; min-height: 1.35em; }
-/* No empty or one-line code frame at a page bottom (or top): a box of up to 12 lines moves whole to the next
-   page; a longer one splits, but keeps its first two and last two lines together. */
-div.highlight, .cell_output .output { box-decoration-break: clone; -webkit-box-decoration-break: clone; }
-div.highlight.book-short, .cell_output .output.book-short { break-inside: avoid; }
-pre .book-line:nth-child(-n+2) { break-after: avoid; }
-pre .book-line:nth-last-child(-n+2) { break-before: avoid; }
+/* No empty code frame at a page bottom. The theme's print styles forbid a code box to split: a long one then
+   jumps to the next page and leaves its cell's frame empty at the bottom of this one. Here a long box splits
+   between its lines; a box of up to 12 lines (with its cell's frame, when the cell holds no more) moves whole.
+   No other "avoid" rule: Chromium meets one by breaking earlier, and the box's frame then runs empty to the
+   page bottom. */
+div.highlight pre, .cell_output pre, .output pre, div.highlight, div[class^="highlight-"], .cell_input, .cell_output
+  { break-inside: auto !important; page-break-inside: auto !important; }
+div.highlight, div[class^="highlight-"], .cell_input, .cell_output { display: block !important; }
+div.highlight.book-short, div.cell_input.book-short, div.cell_output.book-short, div.output.book-short
+  { break-inside: avoid !important; page-break-inside: avoid !important; }
 /* Captions as dark as the text (the theme prints them pale grey) */
 figcaption, figcaption *, .caption, .caption-text, .caption-number, figure p.caption span {
   color: #111 !important; opacity: 1 !important; }
@@ -167,10 +171,15 @@ PREPARE_JS = r"""
       });
       pre.append(block);
     });
-    if (lines.length <= 12) {
-      const box = pre.closest('div.highlight, .cell_output .output');
-      if (box) box.classList.add('book-short');
+    if (lines.length <= 12) {  // a short box moves to the next page whole
+      [pre.closest('div.highlight'), pre.closest('.cell_output .output')]
+        .forEach(box => { if (box) box.classList.add('book-short'); });
     }
+  });
+  // and so does a cell's input or output frame with at most 12 lines in all
+  document.querySelectorAll('.cell_input, .cell_output').forEach(frame => {
+    if (frame.querySelectorAll('pre .book-line').length <= 12 && !frame.querySelector('img, svg, table'))
+      frame.classList.add('book-short');
   });
   // Parts: a title page before each part's first chapter; the outline in document order.
   // The single page repeats section ids across chapters ("the-question"): each contents entry gets its own.
