@@ -313,7 +313,7 @@ def empty_frame_at_bottom(strip) -> bool:
     band = a[first:last + 1]
     # at 36 dpi an empty frame (its padding) is 7 rows or more; a box's bottom border or shadow, 1 to 3. A dark
     # column through the whole band is the frame's own left or right border, not text.
-    dark = band < 180
+    dark = band < 215  # text in a code box at 36 dpi is anti-aliased to grey, not black
     text = dark[:, dark.mean(axis=0) < 0.8].any()
     return band.shape[0] >= 5 and not text and (band < 252).mean() > 0.3
 
