@@ -64,8 +64,8 @@ def tiled_forward(logits: Sequence[float], tile: int, running_max: Sequence[floa
     if m.shape != (n_tiles,) or ell.shape != (n_tiles,):
         raise ValueError(f"running_max and running_sum need one value per tile ({n_tiles}), "
                          f"got {m.shape} and {ell.shape}")
-    fig = plt.figure(figsize=(figures.TEXT_WIDTH, 7.4))
-    grid = fig.add_gridspec(3, 1, height_ratios=[1.25, 1.0, 0.8])
+    fig = plt.figure(figsize=(figures.TEXT_WIDTH, 9.6))
+    grid = fig.add_gridspec(3, 1, height_ratios=[2.1, 1.0, 0.8])
     ax = fig.add_subplot(grid[0])
     _schedule_panel(ax, n_tiles, n_query_blocks)
     ax1 = fig.add_subplot(grid[1])
@@ -115,21 +115,24 @@ def running_weights(ax, logits: Sequence[float], tile: int, keys_seen: int) -> t
 
 
 def _schedule_panel(ax, n_tiles: int, n_qb: int) -> None:
+    # narrow layout: labels above and to the left, the running state below the matrix, so that the panel is
+    # about as wide as the score matrix and its text stays legible at phone width
     active = 1  # the highlighted query block
-    x0, y0 = 2.2, 0.0  # lower-left corner of the score matrix
+    x0, y0 = 1.3, 0.0  # lower-left corner of the score matrix
     cw, ch = 1.0, 0.62
     top = y0 + n_qb * ch
-    # K and V tiles along the top
+    x_end = x0 + n_tiles * cw
+    # K and V tiles along the top, their label above them
     for j in range(n_tiles):
-        _box(ax, x0 + j * cw + 0.06, top + 0.18, cw - 0.12, 0.42, f"$K_{j + 1}, V_{j + 1}$",
-             face=figures.PALETTE[5], alpha=0.35, size=11.5)
-    ax.text(x0 - 0.1, top + 0.39, "keys, values", ha="right", va="center", fontsize=12)
+        _box(ax, x0 + j * cw + 0.05, top + 0.12, cw - 0.1, 0.5, f"$K_{j + 1}, V_{j + 1}$",
+             face=figures.PALETTE[5], alpha=0.35, size=14)
+    ax.text(x0 + n_tiles * cw / 2, top + 0.72, "key and value tiles", ha="center", va="bottom", fontsize=15)
     # Q blocks down the left
     for i in range(n_qb):
         y = top - (i + 1) * ch
         face = figures.PALETTE[1] if i == active else "0.92"
-        _box(ax, 0.95, y + 0.06, 1.0, ch - 0.12, f"$Q_{i + 1}$", face=face, alpha=0.8 if i == active else 1.0, size=12)
-    ax.text(0.4, top - n_qb * ch / 2, "queries", rotation=90, ha="center", va="center", fontsize=12)
+        _box(ax, 0.3, y + 0.05, 0.9, ch - 0.1, f"$Q_{i + 1}$", face=face, alpha=0.8 if i == active else 1.0, size=15)
+    ax.text(0.05, top - n_qb * ch / 2, "queries", rotation=90, ha="center", va="center", fontsize=15)
     # the score matrix, tile by tile
     for i in range(n_qb):
         for j in range(n_tiles):
@@ -137,22 +140,19 @@ def _schedule_panel(ax, n_tiles: int, n_qb: int) -> None:
             face = "white" if i != active else ("#FBE3BE" if j != 2 else figures.PALETTE[1])
             _box(ax, x + 0.04, y + 0.04, cw - 0.08, ch - 0.08, "", face=face, edge="0.6", lw=0.8)
     y_act = top - (active + 1) * ch
-    xc = x0 + 2 * cw + cw / 2
-    ax.text(xc, y_act + ch * 0.64, "$S'$ tile", ha="center", va="center", fontsize=11.5)
+    ax.text(x0 + 2.5 * cw, y_act + ch * 0.66, "$S'$ tile", ha="center", va="center", fontsize=14)
     for j in range(n_tiles - 1):  # the walk over the key tiles
         _arrow(ax, (x0 + j * cw + 0.62, y_act + 0.17), (x0 + (j + 1) * cw + 0.38, y_act + 0.17),
                color="0.15", lw=1.2)
-    # the running state
-    xs = x0 + n_tiles * cw + 0.35
-    _box(ax, xs, y_act - 0.55, 2.35, 1.7,
-         "running state\nof $Q_2$'s rows:\n$m$ (max), $\\ell$ (sum),\n$o$ (output)",
-         face="#FBE3BE", size=11)
-    _arrow(ax, (x0 + n_tiles * cw - 0.02, y_act + ch / 2), (xs - 0.02, y_act + ch / 2), color="0.15")
-    ax.text(x0 + n_tiles * cw / 2, y0 - 0.22,
-            "one tile of scores at a time; the other query blocks\ndo the same, independently",
-            ha="center", va="top", fontsize=12)
-    ax.set_xlim(0.1, xs + 2.5)
-    ax.set_ylim(y0 - 0.95, top + 0.7)
+    # the running state, below the matrix, fed from the end of the active row
+    box_top = y0 - 0.3
+    _box(ax, x0, box_top - 0.62, n_tiles * cw, 0.62,
+         "running state of $Q_2$'s rows: $m$, $\\ell$, $o$", face="#FBE3BE", size=15)
+    x_turn = x_end + 0.3
+    ax.plot([x_end - 0.02, x_turn, x_turn], [y_act + ch / 2, y_act + ch / 2, box_top - 0.31], color="0.15", lw=1.4)
+    _arrow(ax, (x_turn, box_top - 0.31), (x_end + 0.02, box_top - 0.31), color="0.15")
+    ax.set_xlim(-0.2, x_turn + 0.2)
+    ax.set_ylim(box_top - 0.75, top + 1.25)
     ax.set_aspect("equal")
     ax.axis("off")
 
