@@ -267,7 +267,10 @@ def engine_report(
     per_seq = _whole(eng_mod.kv_bytes_per_sequence(em, context, kv_dtype))
     state = _whole(eng_mod.state_bytes_per_sequence(em, kv_dtype))
     total = w_bytes + users * (per_seq + state)
-    mpe = em.max_positions or raw.get("max_position_embeddings")
+    # only a limit the file states: where it says none, transformers' class default is no property of the model
+    text_raw = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
+    stated = any(k in src for src in (raw, text_raw) for k in ("max_position_embeddings", "n_positions"))
+    mpe = (em.max_positions or raw.get("max_position_embeddings")) if stated else None
     warnings = ([f"context {context:,} exceeds the model's max_position_embeddings {mpe:,}: the model was not"
                  " trained for it, and serving engines refuse it unless told otherwise"]
                 if isinstance(mpe, int) and context > mpe else [])

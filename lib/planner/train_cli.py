@@ -224,6 +224,10 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
         raise TrainingInputError("config must be a parsed config.json with a model_type")
     config, wrapper_note = language_model_config(config)
     dtype, gpus, tp, pp, dp, n = _check(args)
+    heads = next((config[k] for k in ("num_attention_heads", "n_head") if isinstance(config.get(k), int)), None)
+    if heads and heads % tp:
+        raise TrainingInputError(f"--tp {tp} does not divide the model's {heads} attention heads: tensor"
+                                 " parallelism gives each GPU a whole number of heads")
     b = _get(args, "micro_batch", 1)
     attention = _get(args, "attention", "flash")
     ckpt = _get(args, "checkpointing", "none")

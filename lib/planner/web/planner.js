@@ -227,6 +227,7 @@
       if (![0, 1, 2, 3].includes(o.zero)) throw new Error("ZeRO stage must be 0, 1, 2 or 3");
       if (o.zero > 1 && o.pp > 1) throw new Error("ZeRO stage " + o.zero + " with pipeline parallelism is not planned");
       const s = llamaShape(c), dp = o.gpus / (o.tp * o.pp), b = o.microBatch, n = o.context;
+      if (s.h % o.tp) throw new Error("tp " + o.tp + " does not divide the model's " + s.h + " attention heads");
       const p = ACT_BYTES[dtype] || 2;
       const act = llamaActivationBytes(s, b, n, p, o.attention, o.checkpointing);
       const activation = act.layers / o.tp + act.recomputed / o.tp + act.outside / o.tp;
