@@ -3,7 +3,8 @@
 The chapters cite author-year (``bibtex_reference_style: author_year`` in ``_config.yml``), so a reader who
 follows "Vaswani et al. (2017)" to the bibliography looks for that name and year. This extension registers a
 pybtex label style (``book-authoryear``) and a formatting style that uses it and sorts the list by author, year
-and title (``book``, named by ``bibtex_default_style``). Two works with the same label get "2017a", "2017b".
+and title, ignoring BibTeX's protecting braces (``book``, named by
+``bibtex_default_style``). Two works with the same label get "2017a", "2017b".
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 from pybtex.plugin import register_plugin
 from pybtex.style.formatting.alpha import Style as AlphaStyle
 from pybtex.style.labels import BaseLabelStyle
+from pybtex.style.sorting.author_year_title import SortingStyle as AuthorYearTitle
 
 
 def _names(entry) -> str:  # noqa: ANN001 - a pybtex Entry
@@ -48,12 +50,21 @@ class AuthorYearLabels(BaseLabelStyle):
                 yield lab
 
 
+class AuthorYearTitleSorting(AuthorYearTitle):
+    """pybtex's author-year-title order, with BibTeX's protecting braces ignored: ``{DeepSeek-AI}`` sorts
+    under D, not after Z (``{`` comes after every letter)."""
+
+    def person_key(self, person):  # noqa: ANN001, ANN201 - pybtex's interface
+        return super().person_key(person).replace("{", "").replace("}", "")
+
+
 class BookStyle(AlphaStyle):
     default_label_style = "book-authoryear"
-    default_sorting_style = "author_year_title"
+    default_sorting_style = "book-author-year-title"
 
 
 def setup(app) -> dict[str, Any]:  # noqa: ANN001
     register_plugin("pybtex.style.labels", "book-authoryear", AuthorYearLabels)
+    register_plugin("pybtex.style.sorting", "book-author-year-title", AuthorYearTitleSorting)
     register_plugin("pybtex.style.formatting", "book", BookStyle)
     return {"parallel_read_safe": True, "parallel_write_safe": True}
