@@ -151,6 +151,16 @@ def test_llama_closed_form_equals_meta_count(name):
     assert counted["total"] == T.llama_activation_bytes(T.llama_shape(cfg), 1, 2048, 2, "eager")["total"]
 
 
+def test_probabilities_with_a_sink_column_count_as_n_by_n():
+    # gpt-oss appends one sink logit per row: its eager attention keeps (n, n + 1) probabilities, which a tiled
+    # kernel does not keep either. Missing them made --attention flash count eager's bytes (4.3x too many).
+    cfg = json.loads((FIXTURES / "gpt-oss-20b.config.json").read_text())
+    n = 256
+    one = T.meta_saved(cfg, n_layers=1, n=n)
+    heads = cfg["num_attention_heads"]
+    assert one["nxn"] >= heads * n * (n + 1) * 2  # at least the bf16 probabilities of the one layer
+
+
 def test_meta_layer_extrapolation_is_exact():
     cfg = json.loads((FIXTURES / "Llama-2-7b-hf.config.json").read_text())
     cfg = {**cfg, "num_hidden_layers": 3}

@@ -531,7 +531,8 @@ def meta_saved(config: dict[str, Any], n_layers: int | None = None, n: int = 204
                dtype: str = "bf16", attention: str = "eager") -> dict[str, int]:
     """One forward pass with labels of :func:`meta_model`, counted by :func:`count_saved_bytes`: ``bytes`` in
     all and ``nxn``, the part held by tensors whose last two axes are ``(n, n)`` (attention's probabilities,
-    scores and masks)."""
+    scores and masks) or ``(n, n + 1)`` (the same with one sink column appended, as gpt-oss's attention
+    keeps them)."""
     import torch
 
     if dtype not in _DTYPES:
@@ -546,7 +547,8 @@ def meta_saved(config: dict[str, Any], n_layers: int | None = None, n: int = 204
         mask = torch.ones(b, n, dtype=torch.long, device="meta")
         saved = count_saved_bytes(lambda: model(input_ids=ids, labels=ids, attention_mask=mask),
                                   model.parameters())
-    nxn = sum(nb for shape, _, nb, kind in saved.records if kind == "new" and tuple(shape[-2:]) == (n, n))
+    nxn = sum(nb for shape, _, nb, kind in saved.records
+              if kind == "new" and len(shape) >= 2 and shape[-2] == n and shape[-1] in (n, n + 1))
     return {"bytes": saved.bytes, "nxn": nxn}
 
 
