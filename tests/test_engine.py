@@ -109,6 +109,35 @@ def test_layer_kinds_named() -> None:
     assert engine.layer_summary(nemo) == "56 layers: 27 mamba, 25 feed-forward only, 4 full"
 
 
+def test_lightning_attention_holds_a_state_not_a_cache() -> None:
+    """MiniMax's linear ("lightning") attention sits in ``self_attn`` with a fused ``qkv_proj``, the shape of
+    attention's projections, but caches nothing per token: transformers keeps one heads x d x d state per
+    sequence for it. A small MiniMax built from transformers' own defaults (every 4th layer full attention)."""
+    from transformers import MiniMaxConfig
+
+    cfg = MiniMaxConfig(hidden_size=256, intermediate_size=512, num_attention_heads=4, num_key_value_heads=2,
+                        head_dim=64, num_hidden_layers=8, num_local_experts=4, num_experts_per_tok=2,
+                        vocab_size=1000, layer_types=["linear_attention"] * 3 + ["full_attention"]
+                        + ["linear_attention"] * 3 + ["full_attention"])
+    m = engine.describe(cfg.to_dict())
+    assert engine.layer_summary(m) == "8 layers: 6 linear_attention, 2 full"
+    assert [layer.kv_per_token for layer in m.layers if layer.kind == "full"] == [2 * 2 * 64] * 2
+    assert [layer.state for layer in m.layers if layer.kind == "linear_attention"] == [4 * 64 * 64] * 6
+
+
+def test_a_declared_recurrent_layer_counted_as_attention_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Were the engine to miss a linear-attention module (as it once did MiniMax's), the config's own
+    ``layer_types`` contradicts the kinds it found, and it refuses instead of planning a cache that is not there."""
+    from transformers import MiniMaxConfig
+
+    monkeypatch.setattr(engine, "_is_linear_attention", lambda sub: False)
+    cfg = MiniMaxConfig(hidden_size=256, intermediate_size=512, num_attention_heads=4, num_key_value_heads=2,
+                        head_dim=64, num_hidden_layers=2, num_local_experts=4, num_experts_per_tok=2,
+                        vocab_size=1000, layer_types=["linear_attention", "full_attention"])
+    with pytest.raises(engine.EngineError, match="layer 0: the config declares 'linear_attention'"):
+        engine.describe(cfg.to_dict())
+
+
 def test_unknown_type_refused_in_one_line() -> None:
     with pytest.raises(engine.EngineError) as err:
         engine.describe({"model_type": "no_such_model", "architectures": ["NoSuchForCausalLM"]})

@@ -177,7 +177,7 @@ def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool, int, int]
     """(elements cached per token, latent?, sinks?, key/value projection parameters, attention parameters) of one
     decoder layer's self-attention (zeros when it has none)."""
     for name, sub in layer.named_modules():
-        if re.search(r"(linear_attn|mamba|conv|cross)", name):
+        if re.search(r"(linear_attn|mamba|conv|cross)", name) or _is_linear_attention(sub):
             continue
         sinks = hasattr(sub, "sinks")
         if hasattr(sub, "kv_a_proj_with_mqa"):
@@ -199,6 +199,17 @@ def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool, int, int]
     return 0, False, False, 0, 0
 
 
+#: ``config.layer_types`` entries of layers that hold a fixed state and no per-token cache.
+_RECURRENT_TYPES = {"linear_attention", "mamba", "conv"}
+
+
+def _is_linear_attention(sub: Any) -> bool:
+    """A linear-attention mixer (gated DeltaNet, MiniMax's lightning attention): a fixed state, no per-token
+    cache, even where its projections look like attention's (MiniMax's ``self_attn.qkv_proj``)."""
+    cls = type(sub).__name__.lower().replace("_", "")
+    return "deltanet" in cls or "linearattention" in cls or "lightningattention" in cls
+
+
 def _recurrent_state(layer: Any) -> tuple[int, str]:
     """(elements of per-sequence state, kind) of one decoder layer's recurrent mixer (0 when it has none)."""
     import torch
@@ -210,10 +221,15 @@ def _recurrent_state(layer: Any) -> tuple[int, str]:
         if isinstance(sub, torch.nn.Conv1d):
             conv += sub.in_channels * sub.kernel_size[0]
             kind = kind or "conv"
-        if "deltanet" in cls or "linearattention" in cls.replace("_", ""):
+        if _is_linear_attention(sub):
             kind = "linear_attention"
             if all(hasattr(sub, a) for a in ("num_v_heads", "head_k_dim", "head_v_dim")):
                 rec += sub.num_v_heads * sub.head_k_dim * sub.head_v_dim
+            elif "lightning" in cls and all(hasattr(sub, a) for a in ("num_attention_heads", "head_dim")):
+                rec += sub.num_attention_heads * sub.head_dim * sub.head_dim  # MiniMax: heads x d x d
+            else:
+                raise EngineError(f"{type(sub).__name__}: a linear-attention layer whose state size is not known"
+                                  " to this planner; refusing rather than guessing it")
         elif "mamba" in cls or ("mixer" in cls and hasattr(sub, "ssm_state_size")):
             kind = "mamba"
             if all(hasattr(sub, a) for a in ("num_heads", "head_dim", "ssm_state_size")):
@@ -307,6 +323,9 @@ def describe(raw: dict[str, Any]) -> EngineModel:
     d_model = int(getattr(text, "hidden_size", 0) or 0)
     head_dim = int(getattr(text, "head_dim", 0) or (d_model // heads if heads else 0))
     out, kv_heads = [], 0
+    types_declared = getattr(text, "layer_types", None)
+    if not (isinstance(types_declared, (list, tuple)) and len(types_declared) == n_layers):
+        types_declared = None
     for i, layer in enumerate(layers):
         kv, latent, sinks, kv_proj, attn = _attention_kv(layer, text)
         state, rkind = _recurrent_state(layer)
@@ -323,6 +342,11 @@ def describe(raw: dict[str, Any]) -> EngineModel:
             kind = "latent" if latent else ("window" if windows[i] else "full")
         else:
             kind = rkind or "feed-forward only"
+        declared = types_declared[i] if types_declared else None
+        if declared in _RECURRENT_TYPES and kind in ("full", "window", "latent"):
+            raise EngineError(f"layer {i}: the config declares {declared!r} but the built module looks like"
+                              f" {kind} attention to this planner; refusing rather than counting a cache it"
+                              " does not hold")
         params, act = per_layer[i]
         widest = max(attn, act - attn) // d_model if d_model else 0
         out.append(Layer(kind=kind, kv_per_token=kv, window=windows[i] if kv else None, state=state, sinks=sinks,
