@@ -271,6 +271,27 @@ def test_train_text_report() -> None:
     assert "micro-batch 2 of 2048 tokens" in training  # --context is the sequence length
 
 
+def test_train_says_whether_the_step_fits_the_gpu() -> None:
+    """A 7B model with AdamW on one H100 needs more than the card; ZeRO-3 over 8 GPUs fits. The verdict compares the
+    per-GPU total with the memory torch sees (the preset's plan bytes), and says by how much it is exceeded."""
+    from lib.planner.gpus import gpu
+
+    have = gpu("H100-80GB").plan_bytes
+    one = run(str(LLAMA), "--train", "--context", "2048", "--gpu", "H100-80GB")
+    assert one.returncode == 0, one.stderr
+    line = one.stdout.strip().splitlines()[-1]
+    need = float(line.split("per GPU ")[1].split(" GB")[0].replace(",", "")) * 1e9
+    assert need > have and f"does NOT fit: {need / have:,.2f}x" in line, line
+    eight = run(str(LLAMA), "--train", "--context", "2048", "--gpu", "H100-80GB", "--zero", "3", "--gpus", "8")
+    assert eight.stdout.strip().splitlines()[-1].endswith(": fits (before allocator fragmentation and"
+                                                         " communication buffers)")
+
+
+def test_help_shows_no_none_defaults() -> None:
+    out = run("--help")
+    assert out.returncode == 0 and "(default: None)" not in out.stdout and "(default: 4096)" in out.stdout
+
+
 def test_train_json_is_the_training_report(capsys: pytest.CaptureFixture[str]) -> None:
     from lib.planner.cli import JSON_KEYS, _parser
     from lib.planner.train_cli import TRAINING_KEYS, training_report

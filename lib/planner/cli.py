@@ -538,7 +538,7 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="python -m lib.sizing", formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    ap = _Parser(prog="python -m lib.sizing", formatter_class=_DefaultsHelp,
                  description="Capacity planner: parameters, memory, FLOPs and GPUs for a model's config.json. "
                              "Unsupported model types and unread count-changing fields are refused (exit 2). "
                              "Sizes take explicit units: GB = 10**9 B, GiB = 2**30 B.")
@@ -556,7 +556,7 @@ def _parser() -> argparse.ArgumentParser:
     ap.add_argument("--gpu-memory", default=None,
                     help="memory per GPU with a unit (81559MiB, 80GiB, 141GB); overrides --gpu")
     ap.add_argument("--dtype", default="bf16", help="weight format (fp32, bf16, fp16, fp8, int8, int4)")
-    ap.add_argument("--kv-dtype", default=None, help="cache format (default: --dtype)")
+    ap.add_argument("--kv-dtype", default=None, help="cache format (default: the --dtype)")
     ap.add_argument("--gpu-memory-utilization", "--memory-fraction", dest="utilization", type=_fraction_arg,
                     default=0.9, help="vLLM's bound on everything it allocates per GPU")
     ap.add_argument("--max-num-batched-tokens", type=_positive_int, default=None,
@@ -624,9 +624,27 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     text = json.dumps(r, indent=2) if args.json else format_report(r)
     if args.train and not args.json:
-        text += "\n" + training_text(r["training"])
+        text += "\n" + training_text(r["training"]) + "\n" + training_fit(r)
     sys.stdout.write(text + "\n")
     return 0
+
+
+class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
+    """Shows an option's default, except where there is none (None) or its help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        if action.default is None or "default:" in (action.help or ""):
+            return action.help or ""
+        return super()._get_help_string(action)
+
+
+def training_fit(r: dict[str, Any]) -> str:
+    """One line: does the training step's per-GPU total fit the GPU of the workload (as torch sees it)?"""
+    need, have = r["training"]["total_bytes_per_gpu"], r["workload"]["gpu_memory_bytes"]
+    card = f"{r['workload']['gpu']}, " if r["workload"]["gpu"] else ""
+    verdict = "fits" if need <= have else f"does NOT fit: {need / have:,.2f}x the memory"
+    return (f"  per GPU {need / GB:,.2f} GB against {card}{have / GB:,.2f} GB as torch sees it: {verdict}"
+            " (before allocator fragmentation and communication buffers)")
 
 
 if __name__ == "__main__":
