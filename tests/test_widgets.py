@@ -126,3 +126,22 @@ def test_bad_input(kwargs, error, match) -> None:
     args = {"draw": draw, "name": "T", "values": [0.5, 1.0], "mode": "static"} | kwargs
     with pytest.raises(error, match=match):
         explore(**args)
+
+
+def test_unrendered_frames_are_drawn_but_not_stored(monkeypatch) -> None:
+    seen: list[float] = []
+
+    def record(ax, t: float) -> None:
+        seen.append(t)
+        draw(ax, t)
+
+    stops = [0.25, 0.5, 1.0, 2.0, 4.0]
+    monkeypatch.setenv("BOOK_SLIDER_FRAMES", "unrendered")  # what the nbval runs set
+    fig = explore(record, "T", [0.25, 4.0], interactive_values=stops, mode="static")
+    assert seen == [0.25, 4.0, *stops]  # the grid's panels, then every frame: a stop that fails still fails
+    assert fig.frames == [] and fig.values == stops
+    monkeypatch.delenv("BOOK_SLIDER_FRAMES")
+    assert len(explore(draw, "T", [0.25, 4.0], interactive_values=stops, mode="static").frames) == len(stops)
+    monkeypatch.setenv("BOOK_SLIDER_FRAMES", "none")
+    with pytest.raises(ValueError, match="BOOK_SLIDER_FRAMES must be one of"):
+        explore(draw, "T", [0.25, 4.0], mode="static")

@@ -14,6 +14,9 @@ slider cannot recompute anything, and rendering one would load require.js and th
   :data:`METADATA_KEY`. The HTML build (``_ext/book_explore.py``) turns those frames into a slider that
   ``_static/explore.js`` drives without a kernel: it only shows the frame of the chosen stop, it computes
   nothing. nbval compares neither images nor metadata, so the frames need not be identical across machines.
+  With ``$BOOK_SLIDER_FRAMES=unrendered`` (set by the nbval runs, which compare neither) each frame is still
+  drawn, so a drawing function that fails at some stop fails there too, but it is not rasterised or stored:
+  the PNGs are most of such a cell's time.
 
 The drawing function runs with a snapshot of the notebook's global names taken when :func:`explore` is called:
 a later cell that rebinds a name the function reads (``x = ...`` for another example) cannot change what the
@@ -45,7 +48,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["METADATA_KEY", "Explored", "explore", "widget_mode"]
+__all__ = ["METADATA_KEY", "Explored", "explore", "frame_mode", "widget_mode"]
 
 MODES = ("static", "interactive")
 #: Key of the output metadata that carries the HTML slider's frames (read by ``_ext/book_explore.py``).
@@ -57,6 +60,8 @@ FRAME_SCALE = 1.25
 FRAME_DPI_FACTOR = 2
 #: Colours of a frame's PNG (quantised: the slider's frames are stored in the notebook).
 FRAME_COLORS = 64
+#: ``$BOOK_SLIDER_FRAMES``: ``png`` (unset: the default) stores the frames, ``unrendered`` draws them only.
+FRAME_MODES = ("png", "unrendered")
 
 
 def widget_mode() -> str:
@@ -67,6 +72,14 @@ def widget_mode() -> str:
             raise ValueError(f"BOOK_WIDGETS must be one of {MODES} or unset, got {forced!r}")
         return forced
     return "interactive" if os.environ.get("JPY_SESSION_NAME") else "static"
+
+
+def frame_mode() -> str:
+    """``"png"`` or ``"unrendered"``, from ``$BOOK_SLIDER_FRAMES`` (unset or empty: ``"png"``)."""
+    mode = os.environ.get("BOOK_SLIDER_FRAMES", "").strip().lower() or "png"
+    if mode not in FRAME_MODES:
+        raise ValueError(f"BOOK_SLIDER_FRAMES must be one of {FRAME_MODES} or unset, got {mode!r}")
+    return mode
 
 
 def _check_values(values: Any, name: str) -> list[float]:
@@ -233,11 +246,13 @@ def explore(
         plt.close(fig)  # returned, not also drawn by the inline backend: shown exactly once
         frame_values = _frame_stops(stops, vals, default)
         frames = []
+        rasterise = frame_mode() == "png"
         size = (TEXT_WIDTH / 2 * FRAME_SCALE, panel_size[1] * FRAME_SCALE)
         for v in frame_values:
             frame, ax = plt.subplots(figsize=size, layout="constrained")
             draw(ax, v)
-            frames.append(_png(frame, dpi=frame.dpi * FRAME_DPI_FACTOR, colors=FRAME_COLORS))
+            if rasterise:
+                frames.append(_png(frame, dpi=frame.dpi * FRAME_DPI_FACTOR, colors=FRAME_COLORS))
             plt.close(frame)
         start = min(range(len(frame_values)), key=lambda i: abs(frame_values[i] - default))
         return Explored(fig, name, frame_values, frames, start)
