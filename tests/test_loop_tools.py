@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,18 @@ def test_steps_record_cpu_seconds(tmp_path: Path) -> None:
     busy, idle = _tool("time_test").parse_summary("Summary:\n" + out)
     assert busy["step"] == "busy" and busy["cpu_seconds"] >= 1
     assert idle["step"] == "idle" and idle["cpu_seconds"] == 0 and idle["seconds"] >= 1
+
+
+def test_book_wide_equation_budget_can_fail() -> None:
+    """The browser tests' book-wide budget (tests/browser/page_checks.py), summed over per-chapter records."""
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    try:
+        from page_checks import MAX_SCROLLING_NUMBERED_ON_PHONE as limit
+        from page_checks import budget_verdict
+    finally:
+        sys.path.remove(str(ROOT / "tests" / "browser"))
+    assert budget_verdict([], []) == ""  # nothing measured (another selection of tests)
+    assert budget_verdict([3, 4], ["a (1.1)"]) == ""
+    assert "no numbered equation" in budget_verdict([0, 0], [])
+    too_many = [f"chapters/x.html ({k})" for k in range(limit + 1)]
+    assert f"{limit + 1} of 20 numbered equations scroll" in budget_verdict([10, 10], too_many)

@@ -47,7 +47,7 @@ def other_machine_env(path: Path = OTHER_ENV) -> dict[str, str]:
 
 
 def pytest_command(notebook: Path) -> list[str]:
-    return [str(ROOT / ".venv" / "bin" / "python"), "-m", "pytest", "-q", "-p", "no:randomly", "-p",
+    return [str(ROOT / ".venv" / "bin" / "python"), "tools/nbval_run.py", "-q", "-p", "no:randomly", "-p",
             "no:cacheprovider", "--nbval", "--nbval-current-env", "--nbval-sanitize-with",
             "tools/nbval_sanitize.cfg", str(notebook.relative_to(ROOT))]
 

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# The full test command (`make test`), one step after another, each printed with its status and seconds:
+# The full test command (`make test`): the quick checks one after another, then three tracks at once (nbval; the
+# library tests; the book, the browser tests with the PDF printed alongside, the PDF checks), each step printed
+# with its status, its seconds and its CPU seconds (steps of different tracks overlap in time):
 #
 #   lint           ruff over lib, tests, tools, benchmarks and the chapters
 #   stale-outputs  every chapter's stored outputs were computed from its code and the files it uses
@@ -43,18 +45,49 @@ step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
 step reader-layer "$PY" tools/check_reader_layer.py
-step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
-step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
-rm -rf "$STRICT_OUT/_build/html"
-step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
-if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
-  summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
-  summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
-elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
+
+# The long steps run as three tracks at once, so that both cores stay busy: nbval is most of the work, and the
+# library tests and the browser (which mostly waits on Chromium) fill the gaps its single-threaded kernels leave.
+# Each track logs to its own file, printed whole when the track ends; its steps join the summary in this order.
+TRACKS=$(mktemp -d "${TMPDIR:-/tmp}/test-tracks.XXXXXX")
+trap 'rm -rf "$TRACKS" "$_times_file"' EXIT
+
+# track NAME FUNCTION: run FUNCTION in the background, its own summary and counts written under $TRACKS
+track() {
+  local name=$1 fn=$2
+  ( summary=(); failed=0; passed=0; _times_file="$TRACKS/$name.times"
+    "$fn" > "$TRACKS/$name.log" 2>&1
+    printf '%s\n' "${summary[@]}" > "$TRACKS/$name.summary"
+    echo "$passed $failed" > "$TRACKS/$name.counts" ) &
+  track_pids+=("$!")
+  track_names+=("$name")
+}
+
+track_lib() {
+  step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
+}
+
+track_nbval() {
+  step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
+}
+
+track_book() {
+  rm -rf "$STRICT_OUT/_build/html"
+  step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
+  if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
+    summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
+    summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
+    return
+  fi
+  if [ ! -f "$STRICT_OUT/_build/html/index.html" ]; then
+    summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
+    failed=$((failed + 1))
+    return
+  fi
   # The PDF is printed (tools/build_pdf.py: its own single-page build, printed by Chromium) while the browser
   # tests read the strict build: both spend much of their time waiting on Chromium, so they share the cores.
   rm -f "$STRICT_OUT/book.pdf" "$STRICT_OUT/pdf-build.cpu"
-  pdf_t0=$SECONDS
+  local pdf_t0=$SECONDS both_c0 pdf_pid browser_t0 browser_rc=0 browser_dt pdf_cpu pdf_rc
   children_cpu
   both_c0=$cpu_now
   ( "$PY" tools/build_pdf.py --output "$STRICT_OUT/book.pdf" > "$STRICT_OUT/pdf-build.log" 2>&1
@@ -66,7 +99,6 @@ elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
   echo
   echo "==> browser: $PY -m pytest -q -n $JOBS tests -m browser"
   browser_t0=$SECONDS
-  browser_rc=0
   BOOK_HTML="$STRICT_OUT/_build/html" "$PY" -m pytest -q -n "$JOBS" tests -m browser || browser_rc=$?
   browser_dt=$((SECONDS - browser_t0))
   wait "$pdf_pid"
@@ -79,10 +111,47 @@ elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
   tail -n 40 "$STRICT_OUT/pdf-build.log"
   record pdf-build "$pdf_rc" $((SECONDS - pdf_t0)) "cpu ${pdf_cpu}s, alongside browser"
   BOOK_PDF="$STRICT_OUT/book.pdf" step pdf "$PY" -m pytest -q tests -m pdf
-else
-  summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
-  failed=$((failed + 1))
-fi
+}
+
+track_pids=()
+track_names=()
+tracks_t0=$SECONDS
+echo
+echo "==> three tracks at once (each printed when it ends): nbval | lib-tests | book, browser + pdf-build, pdf"
+track nbval track_nbval
+track lib-tests track_lib
+track book track_book
+# print each track's log as it ends (CI shows progress), then gather the summaries in a fixed order
+remaining=("${!track_pids[@]}")
+while [ "${#remaining[@]}" -gt 0 ]; do
+  pids=()
+  for i in "${remaining[@]}"; do pids+=("${track_pids[$i]}"); done
+  wait -n "${pids[@]}" 2>/dev/null || true
+  still=()
+  for i in "${remaining[@]}"; do
+    if kill -0 "${track_pids[$i]}" 2>/dev/null; then
+      still+=("$i")
+    else
+      wait "${track_pids[$i]}" 2>/dev/null || true
+      echo
+      echo "---- track ${track_names[$i]} ended after $((SECONDS - tracks_t0)) s ----"
+      cat "$TRACKS/${track_names[$i]}.log"
+    fi
+  done
+  remaining=("${still[@]}")
+done
+for name in lib-tests nbval book; do
+  if [ -f "$TRACKS/$name.counts" ]; then
+    mapfile -t lines < "$TRACKS/$name.summary"
+    for line in "${lines[@]}"; do [ -n "$line" ] && summary+=("$line"); done
+    read -r p f < "$TRACKS/$name.counts"
+    passed=$((passed + p))
+    failed=$((failed + f))
+  else
+    summary+=("  FAIL  $name (the track ended without a summary)")
+    failed=$((failed + 1))
+  fi
+done
 
 echo
 echo "Summary:"

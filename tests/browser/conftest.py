@@ -14,8 +14,14 @@ Fixtures other tests use:
   ``page.book_off_host_requests``.
 - ``site_pages`` (session): the relative paths of every HTML page of the built book.
 - ``artifacts_dir`` (session): ``test-artifacts/`` (git-ignored), for screenshots and the like.
-- Parametrization: a test that takes an argument ``book_page`` runs once per HTML page of the book, and one
-  that takes ``book_chapter`` once per page under ``chapters/`` (relative paths, e.g. ``chapters/softmax.html``).
+- Parametrization: a test that takes an argument ``book_page`` runs once per HTML page of the book, one that
+  takes ``book_chapter`` once per page under ``chapters/`` (relative paths, e.g. ``chapters/softmax.html``), and
+  one that takes ``book_other_page`` once per page that is not a chapter.
+
+A book-wide budget: tests record ``(BUDGET_KEY, {"numbered": n, "scrolling": [...]})`` with ``record_property``
+(test_layout.py does, per chapter at phone width); after the session (on the xdist controller, which receives
+every report) more than ``page_checks.MAX_SCROLLING_NUMBERED_ON_PHONE`` scrolling numbered equations, or none
+numbered at all, fail the session with a message naming them.
 
 Chromium: ``$CHROMIUM``, else ``chromium`` or ``chromium-browser`` on the PATH (``tools/setup.sh --test``
 installs Debian's chromium when none is found); Playwright's
@@ -35,6 +41,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from page_checks import BUDGET_KEY, budget_verdict
 
 ROOT = Path(__file__).resolve().parents[2]
 HTML_DIR = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()
@@ -65,10 +72,36 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     pages = html_pages() if (HTML_DIR / "index.html").exists() else []
-    for name, chosen in (("book_page", pages), ("book_chapter", [p for p in pages if p.startswith("chapters/")])):
+    chapters = [p for p in pages if p.startswith("chapters/")]
+    others = [p for p in pages if not p.startswith("chapters/")]
+    for name, chosen in (("book_page", pages), ("book_chapter", chapters), ("book_other_page", others)):
         if name in metafunc.fixturenames:
             # Not built (or no chapters): one case that fails in site_pages with a clear message.
             metafunc.parametrize(name, chosen or [f"<no {name} in {HTML_DIR}>"])
+
+
+_budget: dict[str, list] = {"numbered": [], "scrolling": []}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.when != "call":
+        return
+    for key, value in report.user_properties:
+        if key == BUDGET_KEY:
+            _budget["numbered"].append(value["numbered"])
+            _budget["scrolling"].extend(value["scrolling"])
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if hasattr(session.config, "workerinput"):  # an xdist worker: the controller sees every report
+        return
+    why = budget_verdict(_budget["numbered"], _budget["scrolling"])
+    if why:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_sep("=", "FAILED: the book-wide budget of numbered equations at 390 px", red=True)
+            reporter.write_line(why, red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def html_pages(html_dir: Path = HTML_DIR) -> list[str]:

@@ -22,12 +22,12 @@ import re
 from urllib.parse import urljoin
 
 import pytest
+from page_checks import BUDGET_KEY, check_page_health
 
 WIDTHS = {"laptop": 1280, "phone": 390}
 PLUMBING = re.compile(r"\bglue\(|NBVAL_|getsource\(")
 TESTING = re.compile(r"^\s*assert\b|\bnp\.testing\.|\btorch\.testing\.", re.M)
 MAX_SHOWN_LINES = 30
-MAX_SCROLLING_NUMBERED_ON_PHONE = 10
 MIN_CODE_BOX_CHARS = 78  # at 1280 px
 MATHJAX_TIMEOUT_MS = 60_000
 
@@ -44,7 +44,10 @@ def _load(page, site_url: str, rel: str, width: int) -> None:
 
 
 @pytest.mark.parametrize("device", sorted(WIDTHS))
-def test_page_and_equations_fit(page, site_url: str, site_pages: list[str], book_chapter: str, device: str) -> None:
+def test_chapter_as_read(page, site_url: str, site_pages: list[str], book_chapter: str, device: str,
+                         record_property) -> None:
+    """One load of the chapter per width, every check of this module's docstring on it; at 1280 px also the
+    checks of every page (tests/browser/page_checks.py: offline, math typeset, images, no errors, solutions)."""
     rel, width = book_chapter, WIDTHS[device]
     _load(page, site_url, rel, width)
     page_width = page.evaluate("() => document.documentElement.scrollWidth")
@@ -115,14 +118,16 @@ def test_page_and_equations_fit(page, site_url: str, site_pages: list[str], book
                             f"{MIN_CODE_BOX_CHARS} characters, e.g. {narrow[:3]}")
         wide = [e for e in equations if e["need"] > e["have"] + 2]
         assert not wide, f"{rel} at {width} px: {len(wide)} display equations wider than the column, e.g. {wide[:3]}"
+        _figures_are_numbered_and_captioned(page, rel)
+        _no_plumbing_is_visible(page, rel)
+        check_page_health(page, site_url, rel)  # last: it opens a solution
     else:
         cut = [e for e in equations if e["need"] > e["have"] + 2 and not e["scrolls"]]
         assert not cut, f"{rel} at {width} px: {len(cut)} wide equations are cut off (no scroll box): {cut[:3]}"
+        record_property(BUDGET_KEY, _numbered_equations_that_scroll(page, rel))
 
 
-def test_every_figure_is_numbered_and_captioned(page, site_url: str, site_pages: list[str], book_chapter: str) -> None:
-    rel = book_chapter
-    _load(page, site_url, rel, WIDTHS["laptop"])
+def _figures_are_numbered_and_captioned(page, rel: str) -> None:
     bare = page.evaluate(
         """() => Array.from(document.querySelectorAll('.cell_output img, .output img'))
             .filter(img => {
@@ -135,9 +140,7 @@ def test_every_figure_is_numbered_and_captioned(page, site_url: str, site_pages:
     assert not bare, f"{rel}: {len(bare)} figures without a number and caption: {bare[:5]}"
 
 
-def test_no_plumbing_is_visible(page, site_url: str, site_pages: list[str], book_chapter: str) -> None:
-    rel = book_chapter
-    _load(page, site_url, rel, WIDTHS["laptop"])
+def _no_plumbing_is_visible(page, rel: str) -> None:
     visible_code = page.evaluate(
         """() => Array.from(document.querySelectorAll('.cell_input pre, .cell .highlight pre'))
             .filter(pre => pre.offsetParent !== null)  // displayed (not inside a collapsed details)
@@ -156,30 +159,21 @@ def test_no_plumbing_is_visible(page, site_url: str, site_pages: list[str], book
     assert not long, f"{rel}: {len(long)} shown code cells over {MAX_SHOWN_LINES} lines ({long})"
 
 
-def test_few_numbered_equations_scroll_on_a_phone(page, site_url: str, site_pages: list[str]) -> None:
-    """Book-wide: a numbered equation (one with an equation number) wider than a 390 px column."""
-    chapters = [p for p in site_pages if p.startswith("chapters/")]
-    scrolling: list[str] = []
-    numbered = 0
-    for rel in chapters:
-        _load(page, site_url, rel, WIDTHS["phone"])
-        found = page.evaluate(
-            """() => Array.from(document.querySelectorAll('div.math'))
-                .filter(div => div.querySelector('.eqno'))
-                .map(div => {
-                    const m = div.querySelector('mjx-container') || div;
-                    let box = div;
-                    while (box && box.clientWidth === 0) box = box.parentElement;
-                    return {wide: m.scrollWidth > (box ? box.clientWidth : 0) + 2,
-                            eqno: (div.querySelector('.eqno').textContent || '').trim()};
-                })"""
-        )
-        numbered += len(found)
-        scrolling += [f"{rel} {e['eqno']}" for e in found if e["wide"]]
-    assert numbered > 0, "no numbered equation found in any chapter"
-    assert len(scrolling) <= MAX_SCROLLING_NUMBERED_ON_PHONE, (
-        f"{len(scrolling)} of {numbered} numbered equations scroll sideways at 390 px (at most "
-        f"{MAX_SCROLLING_NUMBERED_ON_PHONE}): break them over lines; {scrolling}")
+def _numbered_equations_that_scroll(page, rel: str) -> dict:
+    """The chapter's numbered equations (with an equation number) at this width, and those wider than the column:
+    ``{"numbered": n, "scrolling": ["chapters/x.html (3.2)", ...]}``, for the book-wide budget (conftest.py)."""
+    found = page.evaluate(
+        """() => Array.from(document.querySelectorAll('div.math'))
+            .filter(div => div.querySelector('.eqno'))
+            .map(div => {
+                const m = div.querySelector('mjx-container') || div;
+                let box = div;
+                while (box && box.clientWidth === 0) box = box.parentElement;
+                return {wide: m.scrollWidth > (box ? box.clientWidth : 0) + 2,
+                        eqno: (div.querySelector('.eqno').textContent || '').trim()};
+            })"""
+    )
+    return {"numbered": len(found), "scrolling": [f"{rel} {e['eqno']}" for e in found if e["wide"]]}
 
 
 def test_a_figure_opens_full_size_on_a_tap(page, site_url: str, site_pages: list[str]) -> None:

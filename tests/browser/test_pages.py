@@ -11,90 +11,56 @@ from __future__ import annotations
 
 import json
 import re
+from html.parser import HTMLParser
 from urllib.parse import quote, urljoin
 
-# Page and console errors that are tolerated, each with why: none. (The two the themes used to log, sphinx-thebe's
-# doubled `const THEBE_JS_URL` and pydata-sphinx-theme's "invalid theme mode", are fixed at their source:
-# _ext/book_html.py and `html_context.default_mode` in _config.yml.) Matched (re.search) against
-# "pageerror: ..." / "console.error: ...".
-ALLOWED_ERRORS: list[tuple[str, str]] = []
+from page_checks import check_page_health, open_page, unexpected_errors, wait_for_mathjax
 
 # Words too common to identify a chapter by.
 STOP_WORDS = {"the", "and", "with", "from", "what", "when", "does", "into", "that", "this", "their", "how", "why"}
-MATHJAX_TIMEOUT_MS = 30_000
 
 
-def _unexpected_errors(errors: list[str]) -> list[str]:
-    return [e for e in errors if not any(re.search(pattern, e) for pattern, _ in ALLOWED_ERRORS)]
+def test_page_works_offline(page, site_url: str, site_pages: list[str], book_other_page: str) -> None:
+    """Every page that is not a chapter (a chapter is checked the same way, on the load that measures its layout
+    at 1280 px: tests/browser/test_layout.py): math typeset, images loaded, no off-host requests, no errors."""
+    rel = book_other_page
+    open_page(page, site_url, rel)
+    check_page_health(page, site_url, rel)
 
 
-def _open(page, site_url: str, rel: str) -> None:
-    response = page.goto(urljoin(site_url, rel), wait_until="load")
-    assert response is not None and response.ok, f"{rel}: HTTP {response.status if response else 'no response'}"
+class _Anchors(HTMLParser):
+    """The ``<a>`` elements (their attributes) and the text of the first ``<h1>`` of an HTML page."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.anchors: list[dict[str, str]] = []
+        self.h1: list[str] = []
+        self._in_h1 = 0
+        self._h1_done = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "a":
+            self.anchors.append({k: v or "" for k, v in attrs})
+        if tag == "h1" and not self._h1_done:
+            self._in_h1 += 1
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "h1" and self._in_h1:
+            self._in_h1 -= 1
+            self._h1_done = not self._in_h1
+
+    def handle_data(self, data: str) -> None:
+        if self._in_h1:
+            self.h1.append(data)
 
 
-def _wait_for_mathjax(page, rel: str) -> None:
-    try:
-        page.wait_for_function(
-            "() => window.MathJax && MathJax.startup && MathJax.startup.promise", timeout=MATHJAX_TIMEOUT_MS
-        )
-    except Exception as exc:  # a Playwright TimeoutError
-        raise AssertionError(
-            f"{rel}: MathJax did not start within {MATHJAX_TIMEOUT_MS} ms (is it served from _static/offline/?)"
-        ) from exc
-    page.evaluate("() => MathJax.startup.promise")
-
-
-def test_page_works_offline(page, site_url: str, site_pages: list[str], book_page: str) -> None:
-    """Math typeset, images loaded, no off-host requests, no unexpected errors, solutions hidden."""
-    rel = book_page
-    _open(page, site_url, rel)
-
-    n_math = page.locator(".math").count()
-    if n_math:
-        _wait_for_mathjax(page, rel)
-        untypeset = page.evaluate(
-            "() => Array.from(document.querySelectorAll('.math'))"
-            ".filter(e => !e.querySelector('mjx-container')).map(e => e.textContent.slice(0, 80))"
-        )
-        assert not untypeset, f"{rel}: {len(untypeset)} of {n_math} math elements not typeset, e.g. {untypeset[:3]}"
-        tex_errors = page.evaluate(
-            "() => Array.from(document.querySelectorAll('mjx-merror, mjx-container [data-mjx-error]'))"
-            ".map(e => (e.getAttribute('data-mjx-error') || e.textContent).slice(0, 120))"
-        )
-        assert not tex_errors, f"{rel}: MathJax reports TeX errors: {tex_errors[:5]}"
-        # The typeset math really uses MathJax's web fonts, served from this host.
-        fonts = page.evaluate(
-            "() => performance.getEntriesByType('resource').map(r => r.name).filter(n => /\\.woff2?$/.test(n))"
-        )
-        assert all(f.startswith(site_url) for f in fonts), f"{rel}: fonts from elsewhere: {fonts}"
-
-    broken = page.evaluate(
-        """async () => {
-            const imgs = Array.from(document.images);
-            const results = await Promise.allSettled(imgs.map(i => { i.loading = 'eager'; return i.decode(); }));
-            return imgs.filter((img, k) => results[k].status === 'rejected' || img.naturalWidth === 0)
-                       .map(img => img.getAttribute('src'));
-        }"""
-    )
-    assert not broken, f"{rel}: images that did not load: {broken}"
-
-    solutions = page.locator(".solution.dropdown")
-    for k in range(solutions.count()):
-        body = solutions.nth(k).locator(":scope > :not(.admonition-title)")
-        visible = [body.nth(j).is_visible() for j in range(body.count())]
-        assert body.count() and not any(visible), f"{rel}: solution {k} is not hidden by default"
-    if solutions.count():  # and one click shows it
-        solutions.first.locator(".admonition-title").click()
-        page.wait_for_timeout(300)
-        assert solutions.first.locator(":scope > :not(.admonition-title)").first.is_visible(), (
-            f"{rel}: clicking the first solution's title did not show it"
-        )
-
-    page.wait_for_timeout(200)  # let late scripts report
-    assert not page.book_off_host_requests, f"{rel}: requests to other hosts: {page.book_off_host_requests}"
-    unexpected = _unexpected_errors(page.book_errors)
-    assert not unexpected, f"{rel}: page errors: {unexpected}"
+def _parsed(page, site_url: str, rel: str) -> _Anchors:
+    """The page's HTML as served (fetched, not rendered: what is read here needs no script)."""
+    response = page.request.get(urljoin(site_url, rel))
+    assert response.ok, f"{rel}: HTTP {response.status}"
+    parser = _Anchors()
+    parser.feed(response.text())
+    return parser
 
 
 def _search_word(title: str) -> str:
@@ -107,10 +73,9 @@ def test_search_finds_chapter(page, site_url: str, site_pages: list[str], book_c
     """The built-in search finds each chapter by the longest word of its title."""
     rel = book_chapter
     assert rel in site_pages, f"{rel} is not a page of the built book"
-    _open(page, site_url, rel)
-    title = page.locator("main h1").first.inner_text()
+    title = " ".join("".join(_parsed(page, site_url, rel).h1).split()).rstrip("#").strip()
     word = _search_word(title)
-    _open(page, site_url, f"search.html?q={quote(word)}")
+    open_page(page, site_url, f"search.html?q={quote(word)}")
     # Sphinx appends the results one by one, then writes "Search finished, found N page(s)...": wait for that.
     page.wait_for_function(
         """() => {
@@ -126,17 +91,17 @@ def test_search_finds_chapter(page, site_url: str, site_pages: list[str], book_c
         f"searching {word!r} (from the title {title!r}) does not find {rel}; found {hrefs[:10]}"
     )
     assert not page.book_off_host_requests
-    assert not _unexpected_errors(page.book_errors), page.book_errors
+    assert not unexpected_errors(page.book_errors), page.book_errors
 
 
 def test_chapter_notebook_downloadable(page, site_url: str, site_pages: list[str], book_chapter: str) -> None:
     """Every chapter page offers its notebook (.ipynb) for download, and the link serves a valid notebook."""
     rel = book_chapter
     assert rel in site_pages, f"{rel} is not a page of the built book"
-    _open(page, site_url, rel)
-    link = page.locator("a.btn-download-source-button[href$='.ipynb']")
-    assert link.count() == 1, f"{rel}: no download link for the notebook"
-    url = urljoin(page.url, link.first.get_attribute("href"))
+    links = [a["href"] for a in _parsed(page, site_url, rel).anchors
+             if "btn-download-source-button" in a.get("class", "").split() and a.get("href", "").endswith(".ipynb")]
+    assert len(links) == 1, f"{rel}: {len(links)} download links for the notebook (want 1)"
+    url = urljoin(urljoin(site_url, rel), links[0])
     response = page.request.get(url)
     assert response.ok, f"{rel}: downloading {url} gave HTTP {response.status}"
     nb = json.loads(response.text())
@@ -148,9 +113,9 @@ def test_screenshot_of_a_chapter(page, site_url: str, site_pages: list[str], art
     """Keep a screenshot of one chapter (test-artifacts/chapter.png) for a human to look at."""
     chapters = [p for p in site_pages if p.startswith("chapters/")]
     rel = "chapters/softmax.html" if "chapters/softmax.html" in chapters else chapters[0]
-    _open(page, site_url, rel)
+    open_page(page, site_url, rel)
     if page.locator(".math").count():
-        _wait_for_mathjax(page, rel)
+        wait_for_mathjax(page, rel)
     out = artifacts_dir / "chapter.png"
     page.screenshot(path=str(out), full_page=False)
     assert out.stat().st_size > 10_000, f"{out} is suspiciously small"
@@ -158,7 +123,7 @@ def test_screenshot_of_a_chapter(page, site_url: str, site_pages: list[str], art
 
 def test_fixture_catches_off_host_requests_and_errors(page, site_url: str, site_pages: list[str]) -> None:
     """The checks above can fail: an off-host image, a missing local file and a script error are all caught."""
-    _open(page, site_url, next(p for p in site_pages if p.startswith("chapters/")))
+    open_page(page, site_url, next(p for p in site_pages if p.startswith("chapters/")))
     page.evaluate(
         """() => {
             const a = document.createElement('img'); a.src = 'http://example.invalid/x.png'; document.body.append(a);
@@ -169,14 +134,14 @@ def test_fixture_catches_off_host_requests_and_errors(page, site_url: str, site_
     page.wait_for_timeout(500)
     assert page.book_off_host_requests == ["http://example.invalid/x.png"]
     assert any(e.startswith("http 404:") and e.endswith("/_static/no-such-file.png") for e in page.book_errors)
-    assert any("deliberate" in e for e in _unexpected_errors(page.book_errors))
+    assert any("deliberate" in e for e in unexpected_errors(page.book_errors))
     page.book_off_host_requests.clear()  # expected here: do not fail the test at teardown
 
 
 def test_bibliography_lists_what_the_chapters_cite(page, site_url: str, site_pages: list[str]) -> None:
     """The bibliography page renders its entries, and every entry is cited from some page (and vice versa)."""
     assert "bibliography.html" in site_pages, "there is no bibliography page (bibliography.md in _toc.yml)"
-    _open(page, site_url, "bibliography.html")
+    open_page(page, site_url, "bibliography.html")
     entries = set(page.eval_on_selector_all("div.citation[role='doc-biblioentry']", "els => els.map(e => e.id)"))
     assert entries, "the bibliography page lists no entries"
     # labels read as the author-year citations do ("Vaswani et al., 2017"), not alpha keys ("VSP+17")

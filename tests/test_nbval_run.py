@@ -1,0 +1,36 @@
+"""tools/nbval_run.py is nbval as pytest runs it: a notebook whose stored output is right passes, a wrong one fails."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _notebook(path: Path, stored: str) -> Path:
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    cell = nbformat.v4.new_code_cell("print(6 * 7)", execution_count=1)
+    cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=stored)]
+    nb.cells = [cell]
+    nbformat.write(nb, path)
+    return path
+
+
+def _nbval(notebook: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(ROOT / "tools" / "nbval_run.py"), "-q", "-p", "no:cacheprovider",
+                           "--nbval", "--nbval-current-env", str(notebook)],
+                          cwd=notebook.parent, capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, PYTHONPATH=str(ROOT)))
+
+
+def test_right_output_passes_and_wrong_output_fails(tmp_path: Path) -> None:
+    right = _nbval(_notebook(tmp_path / "right.ipynb", "42\n"))
+    assert right.returncode == 0, right.stdout[-2000:]
+    wrong = _nbval(_notebook(tmp_path / "wrong.ipynb", "43\n"))
+    assert wrong.returncode == 1 and "43" in wrong.stdout, wrong.stdout[-2000:]
