@@ -12,10 +12,10 @@ import nbformat
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _notebook(path: Path, stored: str) -> Path:
+def _notebook(path: Path, stored: str, code: str = "print(6 * 7)") -> Path:
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    cell = nbformat.v4.new_code_cell("print(6 * 7)", execution_count=1)
+    cell = nbformat.v4.new_code_cell(code, execution_count=1)
     cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=stored)]
     nb.cells = [cell]
     nbformat.write(nb, path)
@@ -34,3 +34,11 @@ def test_right_output_passes_and_wrong_output_fails(tmp_path: Path) -> None:
     assert right.returncode == 0, right.stdout[-2000:]
     wrong = _nbval(_notebook(tmp_path / "wrong.ipynb", "43\n"))
     assert wrong.returncode == 1 and "43" in wrong.stdout, wrong.stdout[-2000:]
+
+
+def test_kernel_runs_without_the_iri_parser_and_binds_no_name(tmp_path: Path) -> None:
+    """The kernel's configuration marks rfc3987_syntax absent (jsonschema then skips the iri formats) and leaves
+    the notebook's namespace as a plain kernel's: no ``sys`` a chapter could use without importing it."""
+    code = "import sys as _s\nprint(_s.modules.get('rfc3987_syntax', 'absent'), 'sys' in dir())"
+    run = _nbval(_notebook(tmp_path / "kernel.ipynb", "None False\n", code))
+    assert run.returncode == 0, run.stdout[-2000:]

@@ -1,11 +1,13 @@
-"""pytest for the nbval runs, without two start-up costs nbval does not need (each run pays them once per chapter).
+"""pytest for the nbval runs, without start-up costs nbval does not need (each run pays them once per chapter).
 
 Usage: ``python tools/nbval_run.py PYTEST-ARGS...`` (what ``tools/nbval.sh`` and ``tools/nbval_parallel.py`` run).
 
-- ``jsonschema`` (imported by ``nbformat``) imports ``rfc3987_syntax`` when it is installed, to check the
-  ``iri`` string formats, and that module builds a Lark parser at import: about 1.6 CPU s. nbformat's notebook
-  schemas use no string format, so validating a notebook gives the same answer without it; it is marked absent
-  here, before anything imports jsonschema.
+- ``jsonschema`` (imported by ``nbformat``, in pytest for nbval and in the kernel by myst-nb's ``glue``) imports
+  ``rfc3987_syntax`` when it is installed, to check the ``iri`` string formats, and that module builds a Lark
+  parser at import: about 1.6 CPU s per process. No schema used here has a string format (nbformat's notebook
+  schemas, myst-nb's), so every validation gives the same answer without it. It is marked absent in this
+  process before anything imports jsonschema, and in each kernel by a kernel configuration
+  (``InteractiveShellApp.exec_lines``, binding no name) in a temporary ``$IPYTHONDIR``.
 - hypothesis's pytest plugin loads hypothesis (no chapter is a property test): ``-p no:hypothesispytest``.
 
 Everything else is plain ``pytest.main``: the arguments, the exit status and the output are pytest's.
@@ -13,11 +15,30 @@ Everything else is plain ``pytest.main``: the arguments, the exit status and the
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+import tempfile
+from pathlib import Path
 
-sys.modules["rfc3987_syntax"] = None  # type: ignore[assignment]  # `import rfc3987_syntax` raises ImportError
+BLOCK = "rfc3987_syntax"
+KERNEL_CONFIG = f'c.InteractiveShellApp.exec_lines = ["__import__(\'sys\').modules.setdefault({BLOCK!r}, None)"]\n'
+
+sys.modules[BLOCK] = None  # type: ignore[assignment]  # `import rfc3987_syntax` raises ImportError
 
 import pytest  # noqa: E402
 
+
+def main(args: list[str]) -> int:
+    ipython_dir = Path(tempfile.mkdtemp(prefix="nbval-ipython-"))
+    try:
+        (ipython_dir / "profile_default").mkdir()
+        (ipython_dir / "profile_default" / "ipython_kernel_config.py").write_text(KERNEL_CONFIG)
+        os.environ["IPYTHONDIR"] = str(ipython_dir)  # the kernels nbval starts inherit it
+        return int(pytest.main(["-p", "no:hypothesispytest", *args]))
+    finally:
+        shutil.rmtree(ipython_dir, ignore_errors=True)
+
+
 if __name__ == "__main__":
-    sys.exit(pytest.main(["-p", "no:hypothesispytest", *sys.argv[1:]]))
+    sys.exit(main(sys.argv[1:]))
