@@ -49,20 +49,6 @@ step reader-layer "$PY" tools/check_reader_layer.py
 # The long steps run as three tracks at once, so that both cores stay busy: nbval is most of the work, and the
 # library tests and the browser (which mostly waits on Chromium) fill the gaps its single-threaded kernels leave.
 # Each track logs to its own file, printed whole when the track ends; its steps join the summary in this order.
-TRACKS=$(mktemp -d "${TMPDIR:-/tmp}/test-tracks.XXXXXX")
-trap 'rm -rf "$TRACKS" "$_times_file"' EXIT
-
-# track NAME FUNCTION: run FUNCTION in the background, its own summary and counts written under $TRACKS
-track() {
-  local name=$1 fn=$2
-  ( summary=(); failed=0; passed=0; _times_file="$TRACKS/$name.times"
-    "$fn" > "$TRACKS/$name.log" 2>&1
-    printf '%s\n' "${summary[@]}" > "$TRACKS/$name.summary"
-    echo "$passed $failed" > "$TRACKS/$name.counts" ) &
-  track_pids+=("$!")
-  track_names+=("$name")
-}
-
 track_lib() {
   step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
 }
@@ -113,45 +99,12 @@ track_book() {
   BOOK_PDF="$STRICT_OUT/book.pdf" step pdf "$PY" -m pytest -q tests -m pdf
 }
 
-track_pids=()
-track_names=()
-tracks_t0=$SECONDS
 echo
 echo "==> three tracks at once (each printed when it ends): nbval | lib-tests | book, browser + pdf-build, pdf"
 track nbval track_nbval
 track lib-tests track_lib
 track book track_book
-# print each track's log as it ends (CI shows progress), then gather the summaries in a fixed order
-remaining=("${!track_pids[@]}")
-while [ "${#remaining[@]}" -gt 0 ]; do
-  pids=()
-  for i in "${remaining[@]}"; do pids+=("${track_pids[$i]}"); done
-  wait -n "${pids[@]}" 2>/dev/null || true
-  still=()
-  for i in "${remaining[@]}"; do
-    if kill -0 "${track_pids[$i]}" 2>/dev/null; then
-      still+=("$i")
-    else
-      wait "${track_pids[$i]}" 2>/dev/null || true
-      echo
-      echo "---- track ${track_names[$i]} ended after $((SECONDS - tracks_t0)) s ----"
-      cat "$TRACKS/${track_names[$i]}.log"
-    fi
-  done
-  remaining=("${still[@]}")
-done
-for name in lib-tests nbval book; do
-  if [ -f "$TRACKS/$name.counts" ]; then
-    mapfile -t lines < "$TRACKS/$name.summary"
-    for line in "${lines[@]}"; do [ -n "$line" ] && summary+=("$line"); done
-    read -r p f < "$TRACKS/$name.counts"
-    passed=$((passed + p))
-    failed=$((failed + f))
-  else
-    summary+=("  FAIL  $name (the track ended without a summary)")
-    failed=$((failed + 1))
-  fi
-done
+wait_tracks lib-tests nbval book
 
 echo
 echo "Summary:"
