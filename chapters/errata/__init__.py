@@ -22,16 +22,21 @@ Grades (the rubric the appendix states):
 * ``correct``: the computation reproduces it.
 
 Every number in ``says`` and ``evidence`` that is a result comes from the computation (formatted with
-``lib.book.fmt``), never typed; round-off agreement is reported as the bound it is asserted against.
+``lib.book.fmt``), never typed; round-off agreement is reported as the bound it is asserted against, and
+``Review.add`` refuses a number with seven or more decimals, whose last digits round-off could change from one
+machine to another. ``check_module`` refuses a module that records fewer than ``MIN_CLAIMS`` claims.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
@@ -54,6 +59,8 @@ CHAPTERS = {  # the label that starts each chapter, e.g. (softmax)= in chapters/
 CHAPTER_LABELS = frozenset(CHAPTERS)
 MAX_SAYS = 160  # characters: a claim is paraphrased in one short sentence
 MAX_BRIEF = 150  # characters, numbers filled in: the one line of evidence the page shows
+MIN_CLAIMS = 10  # claims each module records at least: a module that records fewer has lost its checks
+ROUNDOFF = re.compile(r"\d\.\d{7,}")  # seven or more decimals: digits that round-off could change
 NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e-?\d+)?%?")  # the numbers of an evidence string, as #{k} cites them
 CITE = re.compile(r"#\{(\d+)\}")
 
@@ -112,6 +119,12 @@ class Review:
         shown = fill_brief(brief, evidence)
         if len(shown) > MAX_BRIEF:
             raise ValueError(f"brief must be one line of at most {MAX_BRIEF} characters, got {len(shown)}: {shown!r}")
+        if "#{" in shown:
+            raise ValueError(f"brief must cite evidence numbers as #{{k}} with k an integer, got {brief!r}")
+        for name, text in (("evidence", evidence), ("brief", shown)):
+            if (digits := ROUNDOFF.search(text)) is not None:
+                raise ValueError(f"{name} must not print round-off digits ({digits.group(0)!r}): report the bound "
+                                 f"it is asserted against, got {text!r}")
         claim = Claim(note, line, section, says, grade, evidence, chapter, shown)
         self.claims.append(claim)
         return claim
@@ -135,13 +148,58 @@ def longest_stored_n(matrices: int, bytes_per_entry: int, memory_bytes: int, wei
     return math.isqrt(int(free // (matrices * bytes_per_entry)))
 
 
+def sample_dot_products(rng: np.random.Generator, pairs: int, d_k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``q . k`` and ``q . q`` for ``pairs`` pairs of independent vectors ``q``, ``k`` of ``d_k`` independent
+    standard normal components.
+
+    The pairs are drawn a block at a time (about 2**20 numbers per vector), so a large sample reuses a few
+    megabytes instead of filling hundreds; every pair is an independent draw all the same.
+    """
+    qk, qq = np.empty(pairs), np.empty(pairs)
+    block = max(1, 2**20 // d_k)
+    for start in range(0, pairs, block):
+        rows = slice(start, min(start + block, pairs))
+        q, k = rng.standard_normal((2, rows.stop - start, d_k))
+        qk[rows], qq[rows] = np.einsum("ij,ij->i", q, k), np.einsum("ij,ij->i", q, q)
+    return qk, qq
+
+
+@functools.cache
+def standard_normal_moment(power: int):
+    """``E[z**power]`` for a standard normal ``z``: the integral of ``z**power`` against its density (sympy)."""
+    import sympy as sp
+
+    z = sp.Symbol("z", real=True)
+    return sp.integrate(z**power * sp.exp(-(z**2) / 2) / sp.sqrt(2 * sp.pi), (z, -sp.oo, sp.oo))
+
+
+def normal_expectation(expr, normals: dict):
+    """``E[expr]``, exactly, for a polynomial sympy ``expr`` in independent normal variables.
+
+    ``normals`` maps each variable ``x`` of ``expr`` to its ``(mean, standard deviation)``, numbers or sympy
+    symbols. Each is written ``x = mean + sd * z`` with ``z`` standard normal; the variables being independent,
+    their joint density is the product of their densities, so a monomial ``z_1**a_1 * z_2**a_2 ...`` has the
+    expectation ``E[z**a_1] E[z**a_2] ...`` (:func:`standard_normal_moment`). The value sympy.stats' ``E`` gives
+    for these variables, without the Meijer G-function integrals it evaluates them with.
+    """
+    import sympy as sp
+
+    z = {x: sp.Dummy(f"z_{x}") for x in normals}
+    standardised = sp.expand(expr.subs({x: m + s * z[x] for x, (m, s) in normals.items()}, simultaneous=True))
+    poly = sp.Poly(standardised, *z.values())
+    return sp.expand(sum(c * sp.Mul(*map(standard_normal_moment, powers)) for powers, c in poly.terms()))
+
+
 def check_module(module: str, review: Review) -> list[Claim]:
     """Run one module's checks into ``review`` and return the claims they added."""
     if module not in MODULES:
         raise ValueError(f"module must be one of {list(MODULES)}, got {module!r}")
     start = len(review.claims)
     importlib.import_module(f"{__name__}.{module}").check(review)
-    return review.claims[start:]
+    added = review.claims[start:]
+    if len(added) < MIN_CLAIMS:
+        raise ValueError(f"module {module} recorded {len(added)} claims, fewer than {MIN_CLAIMS}")
+    return added
 
 
 def check_all() -> Review:

@@ -34,7 +34,7 @@ from lib.constants import GiB, KiB
 from lib.planner.config import load_config
 from lib.softmax import softmax, softmax_naive, softmax_vjp
 
-from . import Review
+from . import Review, sample_dot_products
 
 NOTE = "walkthrough"
 ROOT = Path(__file__).resolve().parents[2]
@@ -89,16 +89,20 @@ def example_autograd() -> dict[str, torch.Tensor]:
 def jacobian_norm(a: np.ndarray) -> np.ndarray:
     """Per row, the Frobenius norm of the softmax Jacobian J = diag(a) - a a^T.
 
-    ||J||^2 = sum_i (a_i (1 - a_i))^2 + sum_i a_i^2 sum_{j != i} a_j^2. For the largest weight, 1 - a_i and
-    sum_{j != i} a_j^2 are summed from the other weights, so a nearly one-hot row gets its tiny norm accurately
-    instead of the round-off of 1 - 1.
+    Column j of J is a_j (e_j - a), of squared norm a_j^2 ((1 - a_j)^2 + S - a_j^2) with S = sum_i a_i^2; for
+    any weight but the largest a_t that is a_j^2 (1 + S - 2 a_j). With O_2 and O_3 the sums of the squares and
+    cubes of the weights other than a_t and r = 1 - a_t, ||J||^2 = O_2 (1 + S) - 2 O_3 + a_t^2 (r^2 + O_2).
+    r and O_2 are summed from the other weights, so a nearly one-hot row gets its tiny norm accurately instead
+    of the round-off of 1 - 1.
     """
     top, rest = largest_and_rest(a)
+    a_top = a[top]
     others = np.where(top, 0.0, a)  # every weight but the largest
-    sq = a**2
-    one_minus = np.where(top, rest[:, None], 1.0 - a)
-    others_sq = np.where(top, (others**2).sum(axis=-1, keepdims=True), sq.sum(axis=-1, keepdims=True) - sq)
-    return np.sqrt(((a * one_minus) ** 2 + sq * others_sq).sum(axis=-1))
+    others_sq = others * others
+    o2 = others_sq.sum(axis=-1)
+    o3 = np.einsum("ij,ij->i", others_sq, others)
+    s = a_top**2 + o2
+    return np.sqrt(o2 * (1 + s) - 2 * o3 + a_top**2 * (rest**2 + o2))
 
 
 def largest_and_rest(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -120,35 +124,45 @@ class RowStats(NamedTuple):
     least_saturated: np.ndarray  #: the weights of the row with the smallest largest weight
 
 
-def logit_rows(d_k: int, scale: float = 1.0) -> tuple[np.ndarray, np.ndarray]:
-    """ROWS rows of ``scale`` * q.k over N_KEYS keys, for q and k with independent standard normal components.
+def logit_rows(d_k: int, scale: float = 1.0, *, rows: int = ROWS, n_keys: int = N_KEYS,
+               seed: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """``rows`` rows of ``scale`` * q.k over ``n_keys`` keys, for q and k with independent standard normal
+    components (drawn from the seed ``d_k`` unless ``seed`` is given).
 
     For one query q, the logits q.k_j of independent standard normal keys are independent N(0, |q|^2), and
     |q|^2 is chi-squared with d_k degrees of freedom: each row is drawn exactly so, at a cost that does not grow
     with d_k, and every row has its own query and keys. Returns the logits and each row's |q|.
     """
-    g = np.random.default_rng(d_k)
-    norm_q = np.sqrt(g.chisquare(d_k, (ROWS, 1)))
-    return scale * norm_q * g.standard_normal((ROWS, N_KEYS)), norm_q[:, 0]
+    g = np.random.default_rng(d_k if seed is None else seed)
+    norm_q = np.sqrt(g.chisquare(d_k, (rows, 1)))
+    return scale * norm_q * g.standard_normal((rows, n_keys)), norm_q[:, 0]
 
 
 def largest_scaled_weight(d_k: int) -> float:
     """The largest softmax weight in ROWS rows of logits scaled by 1/sqrt(d_k)."""
     s, _ = logit_rows(d_k, scale=1 / np.sqrt(d_k))
-    return float(softmax(s).max())
+    return float(max(softmax(s[start:start + 500]).max() for start in range(0, ROWS, 500)))  # 500 rows at a time
+
+
+def unscaled_weights(s: np.ndarray) -> np.ndarray:
+    """softmax over the last axis, with weights below 1e-60 set to 0: that moves no statistic below by 1e-60
+    and avoids slow subnormal arithmetic."""
+    a = softmax(s)
+    return np.where(a < 1e-60, 0.0, a)
 
 
 @cache
 def row_stats(d_k: int) -> RowStats:
     """Statistics of ROWS unscaled softmax rows over N_KEYS keys (see :func:`logit_rows`)."""
     s, norm_q = logit_rows(d_k)
-    a = softmax(s)
-    a = np.where(a < 1e-60, 0.0, a)  # moves no statistic below by 1e-60; avoids slow subnormal arithmetic
-    a_max = a.max(axis=1)
-    span = np.ptp(s, axis=1)
-    return RowStats(a_max=a_max, rest=largest_and_rest(a)[1], jac=jacobian_norm(a), span=span,
-                    span_sd=span / norm_q, logit_var=float(s.var()),
-                    least_saturated=a[np.argmin(a_max)])
+    a_max, rest, jac = np.empty(ROWS), np.empty(ROWS), np.empty(ROWS)
+    for start in range(0, ROWS, 500):  # 500 rows at a time: less memory to touch
+        block = slice(start, start + 500)
+        a = unscaled_weights(s[block])
+        a_max[block], rest[block], jac[block] = a.max(axis=1), largest_and_rest(a)[1], jacobian_norm(a)
+    span, least = np.ptp(s, axis=1), np.argmin(a_max)
+    return RowStats(a_max=a_max, rest=rest, jac=jac, span=span, span_sd=span / norm_q, logit_var=float(s.var()),
+                    least_saturated=unscaled_weights(s[least:least + 1])[0])
 
 
 def far_from(values: np.ndarray, threshold: float, margin: float = 1e-9) -> None:
@@ -167,8 +181,7 @@ def saturation(d_k: int) -> tuple[float, float]:
 @cache
 def logit_variances(d_k: int, pairs: int = 20_000) -> tuple[float, float]:
     """Sample variances of q.k and q.k / sqrt(d_k) for independent standard normal q, k."""
-    g = np.random.default_rng(100 + d_k)
-    s = (g.standard_normal((pairs, d_k)) * g.standard_normal((pairs, d_k))).sum(axis=1)
+    s = sample_dot_products(np.random.default_rng(100 + d_k), pairs, d_k)[0]
     return float(s.var()), float((s / np.sqrt(d_k)).var())
 
 
@@ -316,9 +329,8 @@ def spread_in_standard_deviations(review: Review) -> None:
 
 def short_row_saturation(d_k: int, n_keys: int = 16, rows: int = 2000) -> float:
     """Fraction of unscaled rows over ``n_keys`` keys whose largest weight exceeds 0.99 (fewer keys: sharper)."""
-    g = np.random.default_rng(200 + d_k)
-    q, k = g.standard_normal((rows, d_k)), g.standard_normal((rows, n_keys, d_k))
-    a_max = softmax(np.einsum("rd,rkd->rk", q, k)).max(axis=1)
+    s, _ = logit_rows(d_k, rows=rows, n_keys=n_keys, seed=200 + d_k)
+    a_max = softmax(s).max(axis=1)
     far_from(a_max, 0.99)
     return float((a_max > 0.99).mean())
 

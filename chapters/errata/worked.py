@@ -24,25 +24,22 @@ from lib.planner.gpus import GPUS
 from lib.pt.blocks import encoder_layer_param_count, layer_norm_param_count
 from lib.softmax import masked_softmax, merge_normalizers, softmax, softmax_naive, softmax_vjp
 
-from . import FIXTURES, Review
+from . import FIXTURES, Review, sample_dot_products
 
 TOL = 1e-12  # float64 agreement between two ways of computing one quantity
 
 
 def scaled_products(review: Review) -> None:
     """Var(q.k / sqrt(d_k)) = 1 under independent unit-variance components, and what breaks it."""
-    rng = np.random.default_rng(0)
     d_k, pairs = 64, 200_000
-    q = rng.standard_normal((pairs, d_k))
-    k = rng.standard_normal((pairs, d_k))
-
-    def scaled(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        return (a * b).sum(axis=1) / np.sqrt(d_k)
-
-    var_iid = scaled(q, k).var()
-    var_half = (scaled(q, k) / 2).var()  # dividing by 2 sqrt(d_k): Var = 1/4 for every d_k
-    var_sigma2 = scaled(2 * q, 2 * k).var()  # components of variance 4: Var = 16
-    self_scores = scaled(q, q)  # q = k: mean sqrt(d_k), variance 2
+    qk, qq = sample_dot_products(np.random.default_rng(1), pairs, d_k)
+    scores = qk / np.sqrt(d_k)
+    var_iid = scores.var()
+    var_half = (scores / 2).var()  # dividing by 2 sqrt(d_k): Var = 1/4 for every d_k
+    # components of variance 4 (2q and 2k): Var = 16. Doubling is exact in floating point, so their scores are
+    # 4 * scores to the last bit
+    var_sigma2 = (4 * scores).var()
+    self_scores = qq / np.sqrt(d_k)  # q = k: mean sqrt(d_k), variance 2
     assert abs(var_iid - 1) < 0.02 and abs(var_sigma2 - 16) < 0.3 and abs(var_half - 0.25) < 0.005
     assert abs(self_scores.mean() - np.sqrt(d_k)) < 0.02 and abs(self_scores.var() - 2) < 0.05
     iid = f"Var = {fixed(var_iid, 2)} over {count(pairs)} pairs"
