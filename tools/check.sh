@@ -4,8 +4,7 @@
 #   lint, stale-outputs, prose-numbers, equations, reader-layer   as in make test (seconds)
 #   lib-tests      pytest over the library on every core (the browser and PDF tests excluded)
 #   nbval          nbval, on this machine and on the simulated other one, of the chapters affected since BASE:
-#                  a chapter whose notebook changed, or one of whose inputs (tools/chapters.py deps) changed;
-#                  it runs alongside the library tests
+#                  a chapter whose notebook changed, or one of whose inputs (tools/chapters.py deps) changed
 #
 # BASE defaults to `main` on another branch and to HEAD (the uncommitted changes) on main itself; set it to
 # compare with another revision: `make check BASE=HEAD~3`.
@@ -26,23 +25,13 @@ step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
 step reader-layer "$PY" tools/check_reader_layer.py
+step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
 mapfile -t affected < <("$PY" tools/chapters.py affected --since "$BASE")
-
-# the library tests and nbval at once (tools/steps.sh tracks), so that both cores stay busy
-track_lib() {
-  step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
-}
-track_nbval() {
-  if [ "${#affected[@]}" -eq 0 ]; then
-    summary+=("  SKIP  nbval (no chapter changed, or uses a file changed, since $BASE)")
-  else
-    step "nbval (${#affected[@]} chapters affected since $BASE)" "$PY" tools/nbval_parallel.py -j "$JOBS" \
-      "${affected[@]}"
-  fi
-}
-track lib-tests track_lib
-track nbval track_nbval
-wait_tracks lib-tests nbval
+if [ "${#affected[@]}" -eq 0 ]; then
+  summary+=("  SKIP  nbval (no chapter changed, or uses a file changed, since $BASE)")
+else
+  step "nbval (${#affected[@]} chapters affected since $BASE)" "$PY" tools/nbval_parallel.py -j "$JOBS" "${affected[@]}"
+fi
 
 echo
 echo "Summary:"

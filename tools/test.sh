@@ -1,7 +1,5 @@
 #!/usr/bin/env bash
-# The full test command (`make test`): the quick checks one after another, then three tracks at once (nbval; the
-# library tests; the book, the browser tests with the PDF printed alongside, the PDF checks), each step printed
-# with its status, its seconds and its CPU seconds (steps of different tracks overlap in time):
+# The full test command (`make test`), one step after another, each printed with its status and seconds:
 #
 #   lint           ruff over lib, tests, tools, benchmarks and the chapters
 #   stale-outputs  every chapter's stored outputs were computed from its code and the files it uses
@@ -45,35 +43,18 @@ step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
 step reader-layer "$PY" tools/check_reader_layer.py
-
-# The long steps run as three tracks at once, so that both cores stay busy: nbval is most of the work, and the
-# library tests and the browser (which mostly waits on Chromium) fill the gaps its single-threaded kernels leave.
-# Each track logs to its own file, printed whole when the track ends; its steps join the summary in this order.
-track_lib() {
-  step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
-}
-
-track_nbval() {
-  step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
-}
-
-track_book() {
-  rm -rf "$STRICT_OUT/_build/html"
-  step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
-  if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
-    summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
-    summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
-    return
-  fi
-  if [ ! -f "$STRICT_OUT/_build/html/index.html" ]; then
-    summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
-    failed=$((failed + 1))
-    return
-  fi
+step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
+step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
+rm -rf "$STRICT_OUT/_build/html"
+step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
+if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
+  summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
+  summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
+elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
   # The PDF is printed (tools/build_pdf.py: its own single-page build, printed by Chromium) while the browser
   # tests read the strict build: both spend much of their time waiting on Chromium, so they share the cores.
   rm -f "$STRICT_OUT/book.pdf" "$STRICT_OUT/pdf-build.cpu"
-  local pdf_t0=$SECONDS both_c0 pdf_pid browser_t0 browser_rc=0 browser_dt pdf_cpu pdf_rc
+  pdf_t0=$SECONDS
   children_cpu
   both_c0=$cpu_now
   ( "$PY" tools/build_pdf.py --output "$STRICT_OUT/book.pdf" > "$STRICT_OUT/pdf-build.log" 2>&1
@@ -85,6 +66,7 @@ track_book() {
   echo
   echo "==> browser: $PY -m pytest -q -n $JOBS tests -m browser"
   browser_t0=$SECONDS
+  browser_rc=0
   BOOK_HTML="$STRICT_OUT/_build/html" "$PY" -m pytest -q -n "$JOBS" tests -m browser || browser_rc=$?
   browser_dt=$((SECONDS - browser_t0))
   wait "$pdf_pid"
@@ -97,14 +79,10 @@ track_book() {
   tail -n 40 "$STRICT_OUT/pdf-build.log"
   record pdf-build "$pdf_rc" $((SECONDS - pdf_t0)) "cpu ${pdf_cpu}s, alongside browser"
   BOOK_PDF="$STRICT_OUT/book.pdf" step pdf "$PY" -m pytest -q tests -m pdf
-}
-
-echo
-echo "==> three tracks at once (each printed when it ends): nbval | lib-tests | book, browser + pdf-build, pdf"
-track nbval track_nbval
-track lib-tests track_lib
-track book track_book
-wait_tracks lib-tests nbval book
+else
+  summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
+  failed=$((failed + 1))
+fi
 
 echo
 echo "Summary:"
