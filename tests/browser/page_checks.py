@@ -19,6 +19,14 @@ BUDGET_KEY = "numbered_equations_at_390px"
 MAX_SCROLLING_NUMBERED_ON_PHONE = 10
 
 
+def without_math(page) -> None:
+    """Serve MathJax to this page as an empty script, for a test of something else on a chapter page (a slider,
+    the calculator): the browser then spends no seconds typesetting formulas the test never looks at. The
+    formulas themselves are checked on the loads of tests/browser/test_layout.py."""
+    page.route("**/_static/mathjax/**",
+               lambda route: route.fulfill(status=200, content_type="text/javascript", body=""))
+
+
 def unexpected_errors(errors: list[str]) -> list[str]:
     return [e for e in errors if not any(re.search(pattern, e) for pattern, _ in ALLOWED_ERRORS)]
 

@@ -14,6 +14,7 @@ from pathlib import Path
 from urllib.parse import urljoin
 
 import pytest
+from page_checks import without_math
 
 from lib.constants import GB, GiB
 from lib.planner.config import load_config
@@ -31,6 +32,7 @@ def _script_errors(page) -> list[str]:
 
 
 def _open(page, site_url: str) -> None:
+    without_math(page)  # the calculator is under test, not the chapter's formulas
     response = page.goto(urljoin(site_url, PAGE), wait_until="load")
     assert response is not None and response.ok, f"{PAGE}: HTTP {response.status if response else 'no response'}"
     page.wait_for_selector("#planner-app #planner-out-gpus", timeout=15_000)

@@ -13,6 +13,8 @@ import re
 from pathlib import Path
 from urllib.parse import urljoin
 
+from page_checks import without_math
+
 ROOT = Path(__file__).resolve().parents[2]
 CALL = re.compile(r"^\s*(?:\w+\s*=\s*)?explore\(", flags=re.M)
 
@@ -39,6 +41,7 @@ def _state(page, i: int) -> dict:
 
 def test_every_slider_changes_its_figure(page, site_url: str, book_chapter: str) -> None:
     rel = book_chapter
+    without_math(page)
     response = page.goto(urljoin(site_url, rel), wait_until="load")
     assert response is not None and response.ok, rel
     expected = _explore_calls(rel)
