@@ -45,7 +45,7 @@ print(json.dumps({
 }))
 """
 
-# Which result each setting must change on this machine kind (two cores, AVX2).
+# Which result each setting must change on this machine kind (two cores, AVX-512).
 GOVERNS = {
     "ATEN_CPU_CAPABILITY": "torch_softmax_f32",
     "MKL_CBWR": "torch_matmul_f32",
