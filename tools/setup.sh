@@ -57,7 +57,11 @@ install_with_uv() {
   cert=${PIP_CERT:-$cert}
   # unsafe-best-match: the highest version across every index and link, as pip picks it (a local build such as
   # torch 2.13.0+cpu satisfies torch==2.13.0 and sorts above it)
-  SSL_CERT_FILE=${cert:-${SSL_CERT_FILE:-}} .venv/bin/uv pip install --python .venv/bin/python \
+  # --compile-bytecode: uv does not write .pyc files unless told (pip does), and with PYTHONDONTWRITEBYTECODE set
+  # (as on the project's machines) nothing ever writes them, so every process would compile torch, sympy and
+  # transformers from source again: `import torch` 4.0 CPU s instead of 1.9, in each of the test command's
+  # hundred-odd Python processes
+  SSL_CERT_FILE=${cert:-${SSL_CERT_FILE:-}} .venv/bin/uv pip install --python .venv/bin/python --compile-bytecode \
       --index-strategy unsafe-best-match "${opts[@]}" -r requirements.lock 2>&1 | tee -a .venv/pip-install.log \
     | awk '/^(Resolved|Prepared|Installed|Uninstalled|error)/ { print "  uv: " substr($0, 1, 150); fflush() }' \
     || return 1
