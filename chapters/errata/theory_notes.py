@@ -833,7 +833,8 @@ def learned_slightly_better(review) -> None:
                f"reversal of {min_len} to {max_len} digits, {steps} steps of {batch} sequences), both reach at "
                f"least {percent(floor, 0)} exact sequences at every length, within {percent(gap, 0)} of each "
                f"other; the original paper's comparison (its Table 3, row E) also has them level", "beyond",
-               brief=f"trained alike, both reverse at least {percent(floor, 0)} of sequences exactly: level")
+               brief=f"trained alike on {min_len} to {max_len} digits, both reverse at least {percent(floor, 0)} "
+                     f"of sequences exactly: level")
 
 
 def relative_positions(review) -> None:
