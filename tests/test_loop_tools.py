@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -141,3 +142,26 @@ def test_book_wide_equation_budget_can_fail() -> None:
     assert "no numbered equation" in budget_verdict([0, 0], [])
     too_many = [f"chapters/x.html ({k})" for k in range(limit + 1)]
     assert f"{limit + 1} of 20 numbered equations scroll" in budget_verdict([10, 10], too_many)
+
+
+def test_browser_and_pdf_tests_live_where_the_test_command_collects_them() -> None:
+    """make test collects the browser tests from tests/browser/ and the PDF tests from tests/test_pdf.py only (not
+    every test module, whose imports cost seconds per process); the library step deselects both markers. A test
+    marked ``browser`` or ``pdf`` anywhere else would therefore run in no step at all."""
+    script = (ROOT / "tools" / "test.sh").read_text()
+    assert "pytest -q -n \"$JOBS\" tests/browser -m browser" in script
+    assert "pytest -q tests/test_pdf.py -m pdf" in script
+    assert "tests -m \"not browser and not pdf\"" in script
+    marked = re.compile(r"\bmark\.(browser|pdf)\b")
+    home = {"browser": "tests/browser/", "pdf": "tests/test_pdf.py"}
+    found, misplaced = set(), []
+    for path in sorted((ROOT / "tests").rglob("*.py")):
+        if path == Path(__file__).resolve():  # this test names the markers itself
+            continue
+        rel = path.relative_to(ROOT).as_posix()
+        for marker in marked.findall(path.read_text()):
+            found.add(marker)
+            if not rel.startswith(home[marker]):
+                misplaced.append(f"{rel}: {marker}")
+    assert found == {"browser", "pdf"}  # the scan sees both markers where they are used
+    assert misplaced == [], misplaced

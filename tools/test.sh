@@ -13,9 +13,11 @@
 #                  digits differ while the book must not; one queue of 2 x chapters jobs on every core
 #   book           strict build (-W -n) of the stored outputs, no execution: the HTML the browser tests read
 #   browser        the built book in Chromium (skipped, and said so, with BOOK_SKIP_BROWSER=1 or without a build)
-#   pdf-build      the whole book printed to one PDF by Chromium (tools/build_pdf.py), while the browser tests run
-#   pdf            the PDF read back: cover, outline, contents with page numbers, one chapter per page, no web-page
-#                  text, no raw TeX, the same numbers as the HTML (skipped with the browser tests)
+#   pdf-build      the whole book printed to one PDF by Chromium (tools/build_pdf.py), in the background while the
+#                  strict build and the browser tests run
+#   pdf            the PDF read back as soon as it is printed: cover, outline, contents with page numbers, one
+#                  chapter per page, no web-page text, no raw TeX, the same numbers as the HTML (skipped with the
+#                  browser tests)
 #
 # Every step runs even when an earlier one failed (except browser, which needs the book); exits non-zero if any
 # step failed.
@@ -46,42 +48,66 @@ step reader-layer "$PY" tools/check_reader_layer.py
 step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
 step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
 rm -rf "$STRICT_OUT/_build/html"
-step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
 if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
+  step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
   summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
+  summary+=("  SKIP  pdf-build (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
   summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
-elif [ -f "$STRICT_OUT/_build/html/index.html" ]; then
-  # The PDF is printed (tools/build_pdf.py: its own single-page build, printed by Chromium) while the browser
-  # tests read the strict build: both spend much of their time waiting on Chromium, so they share the cores.
-  rm -f "$STRICT_OUT/book.pdf" "$STRICT_OUT/pdf-build.cpu"
-  pdf_t0=$SECONDS
-  children_cpu
-  both_c0=$cpu_now
-  ( "$PY" tools/build_pdf.py --output "$STRICT_OUT/book.pdf" > "$STRICT_OUT/pdf-build.log" 2>&1
-    echo $? > "$STRICT_OUT/pdf-build.rc"
-    children_cpu
-    echo "$cpu_now" > "$STRICT_OUT/pdf-build.cpu" ) &
-  pdf_pid=$!
-  # the browser step by hand (not `step`): its CPU seconds are those of both jobs less the PDF's own
-  echo
-  echo "==> browser: $PY -m pytest -q -n $JOBS tests -m browser"
-  browser_t0=$SECONDS
-  browser_rc=0
-  BOOK_HTML="$STRICT_OUT/_build/html" "$PY" -m pytest -q -n "$JOBS" tests -m browser || browser_rc=$?
-  browser_dt=$((SECONDS - browser_t0))
-  wait "$pdf_pid"
-  children_cpu
-  pdf_cpu=$(cat "$STRICT_OUT/pdf-build.cpu" 2>/dev/null || echo 0)
-  record browser "$browser_rc" "$browser_dt" "cpu $((cpu_now - both_c0 - pdf_cpu))s"
-  pdf_rc=$(cat "$STRICT_OUT/pdf-build.rc" 2>/dev/null || echo 1)
-  echo
-  echo "==> pdf-build (alongside the browser tests): $PY tools/build_pdf.py --output $STRICT_OUT/book.pdf"
-  tail -n 40 "$STRICT_OUT/pdf-build.log"
-  record pdf-build "$pdf_rc" $((SECONDS - pdf_t0)) "cpu ${pdf_cpu}s, alongside browser"
-  BOOK_PDF="$STRICT_OUT/book.pdf" step pdf "$PY" -m pytest -q tests -m pdf
 else
-  summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
-  failed=$((failed + 1))
+  # The PDF (tools/build_pdf.py: its own single-page build, printed by Chromium), then its checks, run in the
+  # background from the strict build's start to the browser tests' end: the two builds are single-threaded, and
+  # the browser tests and the printing both spend much of their time waiting on Chromium, so they share the cores.
+  # Each part writes its exit status, seconds and CPU seconds to files, recorded as steps once it has ended.
+  rm -f "$STRICT_OUT"/book.pdf "$STRICT_OUT"/pdf-build.* "$STRICT_OUT"/pdf-check.*
+  mkdir -p "$STRICT_OUT"
+  ( t0=$SECONDS
+    _times_file=$(mktemp "${TMPDIR:-/tmp}/steps-times.XXXXXX")  # children_cpu's file: not the main shell's
+    trap 'rm -f "$_times_file"' EXIT
+    "$PY" tools/build_pdf.py --output "$STRICT_OUT/book.pdf" > "$STRICT_OUT/pdf-build.log" 2>&1
+    rc=$?
+    children_cpu
+    c0=$cpu_now
+    echo "$rc $((SECONDS - t0)) $c0" > "$STRICT_OUT/pdf-build.result"
+    if [ "$rc" -eq 0 ]; then
+      t0=$SECONDS
+      BOOK_PDF="$STRICT_OUT/book.pdf" "$PY" -m pytest -q tests/test_pdf.py -m pdf > "$STRICT_OUT/pdf-check.log" 2>&1
+      rc=$?
+      children_cpu
+      echo "$rc $((SECONDS - t0)) $((cpu_now - c0))" > "$STRICT_OUT/pdf-check.result"
+    fi ) &
+  pdf_pid=$!
+  step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
+  if [ -f "$STRICT_OUT/_build/html/index.html" ]; then
+    # the browser step by hand (not `step`): the PDF job is reaped after it, so its CPU seconds are counted apart
+    echo
+    echo "==> browser: $PY -m pytest -q -n $JOBS tests/browser -m browser"
+    browser_t0=$SECONDS
+    browser_rc=0
+    children_cpu
+    browser_c0=$cpu_now
+    BOOK_HTML="$STRICT_OUT/_build/html" "$PY" -m pytest -q -n "$JOBS" tests/browser -m browser || browser_rc=$?
+    children_cpu
+    record browser "$browser_rc" $((SECONDS - browser_t0)) "cpu $((cpu_now - browser_c0))s"
+  else
+    summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
+    failed=$((failed + 1))
+  fi
+  wait "$pdf_pid"
+  echo
+  echo "==> pdf-build (in the background from the book step on): $PY tools/build_pdf.py --output $STRICT_OUT/book.pdf"
+  tail -n 40 "$STRICT_OUT/pdf-build.log"
+  read -r rc dt cpu < "$STRICT_OUT/pdf-build.result" 2>/dev/null || { rc=1; dt=0; cpu=0; }
+  record pdf-build "$rc" "$dt" "cpu ${cpu}s, alongside book and browser"
+  echo
+  echo "==> pdf (after pdf-build, in the background): $PY -m pytest -q tests/test_pdf.py -m pdf"
+  if [ -f "$STRICT_OUT/pdf-check.result" ]; then
+    cat "$STRICT_OUT/pdf-check.log"
+    read -r rc dt cpu < "$STRICT_OUT/pdf-check.result"
+    record pdf "$rc" "$dt" "cpu ${cpu}s, alongside browser"
+  else
+    summary+=("  FAIL  pdf (not run: pdf-build made no PDF)")
+    failed=$((failed + 1))
+  fi
 fi
 
 echo

@@ -1,7 +1,7 @@
 """Fixtures for the browser tests: the built book served on 127.0.0.1 and Debian's Chromium driven by Playwright.
 
 Every test under ``tests/browser/`` is marked ``browser`` automatically: the test command runs
-``pytest tests -m "not browser"`` before the book is built and ``pytest tests -m browser`` after.
+``pytest tests -m "not browser"`` before the book is built and ``pytest tests/browser -m browser`` after.
 
 Fixtures other tests use:
 
