@@ -42,3 +42,15 @@ def test_kernel_runs_without_the_iri_parser_and_binds_no_name(tmp_path: Path) ->
     code = "import sys as _s\nprint(_s.modules.get('rfc3987_syntax', 'absent'), 'sys' in dir())"
     run = _nbval(_notebook(tmp_path / "kernel.ipynb", "None False\n", code))
     assert run.returncode == 0, run.stdout[-2000:]
+
+
+def test_kernel_gets_the_headless_settings_whoever_calls_it(tmp_path: Path) -> None:
+    """Static figures and unrendered slider frames in the kernel, whatever the caller's environment says: both
+    runners (tools/nbval.sh and tools/nbval_parallel.py) rely on tools/nbval_run.py for them."""
+    code = "import os\nprint(os.environ.get('BOOK_WIDGETS'), os.environ.get('BOOK_SLIDER_FRAMES'))"
+    nb = _notebook(tmp_path / "env.ipynb", "static unrendered\n", code)
+    env = {k: v for k, v in os.environ.items() if k not in ("BOOK_WIDGETS", "BOOK_SLIDER_FRAMES")}
+    run = subprocess.run([sys.executable, str(ROOT / "tools" / "nbval_run.py"), "-q", "-p", "no:cacheprovider",
+                          "--nbval", "--nbval-current-env", str(nb)], cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300, env=dict(env, PYTHONPATH=str(ROOT), BOOK_SLIDER_FRAMES="png"))
+    assert run.returncode == 0, run.stdout[-2000:]

@@ -57,8 +57,7 @@ def pytest_command(notebook: Path) -> list[str]:
 
 
 def job_env(machine: str, single_thread: bool) -> dict[str, str]:
-    # static figures; slider frames drawn but not rasterised: nbval compares no images and no metadata
-    env = dict(os.environ, BOOK_WIDGETS="static", BOOK_SLIDER_FRAMES="unrendered")
+    env = dict(os.environ)  # tools/nbval_run.py adds the kernels' own settings (static figures, unrendered frames)
     if single_thread:
         env.update({v: "1" for v in THREAD_VARS})
     if machine == "other":
