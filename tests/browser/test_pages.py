@@ -109,6 +109,20 @@ def test_chapter_notebook_downloadable(page, site_url: str, site_pages: list[str
     assert nb["metadata"]["kernelspec"]["name"] == "python3", f"{rel}: kernelspec is not python3"
 
 
+# Two printed-text boxes in a row: what a cell that prints over time (a loop, a long computation) shows unless
+# myst-nb merges its stream outputs (nb_merge_streams in _config.yml).
+SPLIT_STREAM = re.compile(r'<div class="output stream[^"]*">\s*<div class="highlight"><pre>(?:(?!</pre>).)*</pre></div>'
+                          r'\s*</div>\s*<div class="output stream', re.S)
+
+
+def test_printed_text_of_a_cell_is_one_box(page, site_url: str, book_chapter: str) -> None:
+    """What one cell prints is shown as one output box, however many pieces the kernel sent it in."""
+    response = page.request.get(urljoin(site_url, book_chapter))
+    assert response.ok, f"{book_chapter}: HTTP {response.status}"
+    split = SPLIT_STREAM.findall(response.text())
+    assert not split, f"{book_chapter}: {len(split)} cells show their printed text in several boxes"
+
+
 def test_screenshot_of_a_chapter(page, site_url: str, site_pages: list[str], artifacts_dir) -> None:
     """Keep a screenshot of one chapter (test-artifacts/chapter.png) for a human to look at."""
     chapters = [p for p in site_pages if p.startswith("chapters/")]
