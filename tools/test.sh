@@ -96,7 +96,7 @@ else
   echo
   echo "==> pdf-build (in the background from the book step on): $PY tools/build_pdf.py --output $STRICT_OUT/book.pdf"
   tail -n 40 "$STRICT_OUT/pdf-build.log"
-  read -r rc dt cpu < "$STRICT_OUT/pdf-build.result" 2>/dev/null || { rc=1; dt=0; cpu=0; }
+  { read -r rc dt cpu < "$STRICT_OUT/pdf-build.result"; } 2>/dev/null || { rc=1; dt=0; cpu=0; }
   record pdf-build "$rc" "$dt" "cpu ${cpu}s, alongside book and browser"
   echo
   echo "==> pdf (after pdf-build, in the background): $PY -m pytest -q tests/test_pdf.py -m pdf"
