@@ -12,6 +12,9 @@ from urllib.parse import urljoin
 ALLOWED_ERRORS: list[tuple[str, str]] = []
 
 MATHJAX_TIMEOUT_MS = 30_000
+#: How long a click on a solution's title may take to show it (togglebutton.js shows it at once: the 0.3 s fade
+#: of its opacity does not count; Playwright counts an element visible when it has a box and visibility).
+SOLUTION_TIMEOUT_MS = 3_000
 #: The ``record_property`` key of a chapter's numbered equations at 390 px (the book-wide budget in conftest.py).
 BUDGET_KEY = "numbered_equations_at_390px"
 #: At most this many of the book's numbered equations may need sideways scrolling at 390 px (long ones are
@@ -48,9 +51,11 @@ def wait_for_mathjax(page, rel: str) -> None:
     page.evaluate("() => MathJax.startup.promise")
 
 
-def check_page_health(page, site_url: str, rel: str) -> None:
+def check_page_health(page, site_url: str, rel: str, first_solution_open: bool = False) -> None:
     """On the page already open at ``rel``: math typeset, images loaded, no off-host requests, no unexpected
-    errors, exercise solutions hidden until clicked (the click is the last thing done to the page)."""
+    errors, exercise solutions hidden until clicked, and a click on the first one's title opens it (the click is
+    the last thing done to the page). With ``first_solution_open`` (a tap at phone width opened it already:
+    tests/browser/test_layout.py) the others are hidden and the click closes it."""
     n_math = page.locator(".math").count()
     if n_math:
         wait_for_mathjax(page, rel)
@@ -81,21 +86,50 @@ def check_page_health(page, site_url: str, rel: str) -> None:
     assert not broken, f"{rel}: images that did not load: {broken}"
 
     solutions = page.locator(".solution.dropdown")
-    for k in range(solutions.count()):
+    for k in range(1 if first_solution_open else 0, solutions.count()):
         body = solutions.nth(k).locator(":scope > :not(.admonition-title)")
         visible = [body.nth(j).is_visible() for j in range(body.count())]
         assert body.count() and not any(visible), f"{rel}: solution {k} is not hidden by default"
-    if solutions.count():  # and one click shows it
-        solutions.first.locator(".admonition-title").click()
-        page.wait_for_timeout(300)
-        assert solutions.first.locator(":scope > :not(.admonition-title)").first.is_visible(), (
-            f"{rel}: clicking the first solution's title did not show it"
-        )
+    if solutions.count():  # and a click on the first one's title shows it (or hides the one a tap showed)
+        toggle_first_solution(page, rel, show=not first_solution_open)
 
     page.wait_for_timeout(200)  # let late scripts report
     assert not page.book_off_host_requests, f"{rel}: requests to other hosts: {page.book_off_host_requests}"
     unexpected = unexpected_errors(page.book_errors)
     assert not unexpected, f"{rel}: page errors: {unexpected}"
+
+
+def toggle_first_solution(page, rel: str, show: bool = True) -> None:
+    """Click the first exercise solution's title at its centre, where a reader taps (Playwright scrolls it into
+    view first), and wait until the solution is shown (``show``) or hidden. Shown means on screen too: its top
+    within the window, nothing of it past the window's left or right edge. A failure names the element under
+    the title's centre and the page's address after the click (a link in the title once took the tap and jumped
+    to the exercise, leaving the solution shut)."""
+    from playwright.sync_api import expect
+
+    solution = page.locator(".solution.dropdown").first
+    title = solution.locator(":scope > .admonition-title")
+    body = solution.locator(":scope > :not(.admonition-title)").first
+    before = page.url
+    title.scroll_into_view_if_needed(timeout=SOLUTION_TIMEOUT_MS)
+    under = title.evaluate(
+        """(t) => { const r = t.getBoundingClientRect();
+            const e = document.elementFromPoint(r.left + r.width / 2, r.top + r.height / 2);
+            return e ? e.outerHTML.slice(0, 100) : null; }""")
+    title.click(timeout=SOLUTION_TIMEOUT_MS)  # fails fast, naming it, when another element covers the title
+    width = page.viewport_size["width"]
+    what = (f"{rel} at {width} px: a click at the centre of the first solution's title (it lands on {under}; "
+            f"address {before} -> {page.url})")
+    try:
+        expect(body).to_be_visible(visible=show, timeout=SOLUTION_TIMEOUT_MS)
+    except AssertionError as exc:
+        raise AssertionError(f"{what} did not {'show' if show else 'hide'} it within {SOLUTION_TIMEOUT_MS} ms"
+                             ) from exc
+    if show:
+        box = body.bounding_box()
+        height = page.viewport_size["height"]
+        assert box and box["x"] >= -1 and box["x"] + box["width"] <= width + 1 and 0 <= box["y"] < height, (
+            f"{what} showed it off screen: {box} in a {width}x{height} window")
 
 
 def budget_verdict(numbered: list[int], scrolling: list[str], limit: int = MAX_SCROLLING_NUMBERED_ON_PHONE) -> str:
