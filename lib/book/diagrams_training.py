@@ -6,7 +6,7 @@
   input (``<bos>`` and the target shifted right) through the causal mask, the memory read by the
   cross-attention, and the logits at every target position scored against the target, padding ignored;
 - :func:`greedy_generation` -- generation: the decoder reads ``<bos>``, then its own outputs, one token at a
-  time, until it emits ``<eos>``;
+  time; the answer is read up to its ``<eos>``;
 - :func:`reversal_step_figure` -- both, one above the other, in a figure narrow enough to stay legible at
   phone width.
 
@@ -55,6 +55,13 @@ def _light(color: str, amount: float = 0.78) -> tuple[float, float, float]:
     return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
 
 
+def _dark(color: str, amount: float = 0.3) -> tuple[float, float, float]:
+    """``color`` mixed with black (``amount`` = share of black): small text in it stands out on white."""
+    from matplotlib.colors import to_rgb
+
+    return tuple(c * (1 - amount) for c in to_rgb(color))  # type: ignore[return-value]
+
+
 def _cell(ax: Any, x: float, y: float, text: str, *, edge: str = _GREY, w: float = _CELL_W) -> None:
     """One token, centred at ``(x, y)``; padding is drawn grey, the generated tokens' colour is ``edge``."""
     from matplotlib.patches import FancyBboxPatch
@@ -80,11 +87,11 @@ def _block(ax: Any, x: float, y_top: float, y_bottom: float, w: float, text: str
 
 
 def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], *, color: str = "#404040",
-           lw: float = 1.2, connection: str = "arc3") -> None:
+           lw: float = 1.2, connection: str = "arc3", zorder: float = 1) -> None:
     from matplotlib.patches import FancyArrowPatch
 
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=10, color=color, linewidth=lw,
-                                 connectionstyle=connection, shrinkA=0, shrinkB=0, zorder=1))
+                                 connectionstyle=connection, shrinkA=0, shrinkB=0, zorder=zorder))
 
 
 def _mask_icon(ax: Any, x: float, y: float, mask: np.ndarray, size: float) -> None:
@@ -169,10 +176,11 @@ def teacher_forcing(ax: Any, source: list[str], decoder_input: list[str], target
         ax.text(x_tgt + _CELL_W / 2 + 0.06, ys[i], "ignored", ha="left", va="center", fontsize=_FONT - 1.5,
                 color=_GREY)
     y_names = y_lo - 0.14
-    for x, name in ((x_src, "source"), (x_in, "decoder\ninput"), (x_dec, "logits"), (x_tgt, "target")):
+    for x, name in ((x_src, "source"), (x_in, "decoder\ninput"), (x_tgt, "target")):
         ax.text(x, y_names, name, ha="center", va="top", fontsize=_FONT, linespacing=1.0)
-    ax.text(x_tgt, y_names - 0.24, "scored by\ncross-entropy", ha="center", va="top", fontsize=_FONT - 1.5,
-            linespacing=1.0, color=_GREEN)
+    # the arrows from the decoder to the target are its logits, one row per position
+    ax.text(x_tgt, y_names - 0.24, "logits scored by\ncross-entropy", ha="center", va="top",
+            fontsize=_FONT - 1.5, linespacing=1.0, color=_dark(_GREEN))
     return {"source": list(source), "decoder input": list(decoder_input), "target": list(target),
             "scored": [t != "PAD" for t in target], "mask": keep, "bottom": y_names - 0.62}
 
@@ -180,8 +188,10 @@ def teacher_forcing(ax: Any, source: list[str], decoder_input: list[str], target
 def greedy_generation(ax: Any, source: list[str], target: list[str], *, top: float) -> list[list[str]]:
     """Greedy generation for the same source, drawn on ``ax`` below height ``top``: at step ``k`` the decoder
     reads ``<bos>`` and its ``k - 1`` outputs so far (and the memory of the source, computed once) and emits
-    the argmax of its last logits, which is fed back as the next step's last input; it stops at ``<eos>``.
-    The outputs drawn are the target's tokens up to ``<eos>``: what a model that has learned the task emits.
+    the argmax of its last logits, which is fed back as the next step's last input. The answer is read up to
+    its first ``<eos>`` (a decoder run for a fixed number of steps emits more tokens after it, which are not
+    read). The outputs drawn are the target's tokens up to ``<eos>``: what a model that has learned the task
+    emits.
     Returns each step's inputs followed by its output.
     """
     digits = [t for t in source if t != "PAD"]
@@ -206,13 +216,13 @@ def greedy_generation(ax: Any, source: list[str], target: list[str], *, top: flo
             ax.text((x0 + _CELL_W / 2 + x_out - _CELL_W / 2) / 2, y + 0.06, "decoder, argmax", ha="center",
                     va="bottom", fontsize=_FONT - 1.5)
         if out == "<eos>":
-            ax.text(x_out, y - _CELL_H / 2 - 0.04, "stop", ha="center", va="top", fontsize=_FONT - 1.5)
-        else:  # the output is the next step's last input
-            _arrow(ax, (x_out - 0.1, y - _CELL_H / 2), (x0 + (k + 1) * pitch + 0.1, y - 0.58 + _CELL_H / 2),
-                   color=_ORANGE, connection="arc3,rad=-0.15")
+            ax.text(x_out, y - _CELL_H / 2 - 0.04, "answer ends", ha="center", va="top", fontsize=_FONT - 1.5)
+        else:  # the output is the next step's last input; its head drawn over the cell it points at
+            _arrow(ax, (x_out - 0.1, y - _CELL_H / 2), (x0 + (k + 1) * pitch + 0.1, y - 0.58 + _CELL_H / 2 + 0.02),
+                   color=_ORANGE, connection="arc3,rad=-0.15", zorder=4)
         steps.append(inputs + [out])
     ax.text((x0 + pitch + x_out) / 2, top - 1.0 - 0.33, "fed back", ha="center", va="center",
-            fontsize=_FONT - 1.5, color=_ORANGE, zorder=4,
+            fontsize=_FONT - 1.5, color=_dark(_ORANGE), zorder=5,
             bbox=dict(boxstyle="square,pad=0.1", facecolor="white", edgecolor="none"))
     return steps
 
