@@ -25,6 +25,7 @@ import numpy as np
 from lib.pt.train import BOS, EOS, PAD
 
 from . import figures
+from .diagrams_architecture import _mask_icon  # the book's small mask picture, as in the blocks chapter
 
 __all__ = ["FIGURE_SIZE", "greedy_generation", "reversal_step_figure", "teacher_forcing", "token_label"]
 
@@ -92,20 +93,6 @@ def _arrow(ax: Any, start: tuple[float, float], end: tuple[float, float], *, col
 
     ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=10, color=color, linewidth=lw,
                                  connectionstyle=connection, shrinkA=0, shrinkB=0, zorder=zorder))
-
-
-def _mask_icon(ax: Any, x: float, y: float, mask: np.ndarray, size: float) -> None:
-    """A boolean mask centred at ``(x, y)`` in the book's convention (dark blue = may attend)."""
-    from matplotlib.patches import Rectangle
-
-    n_r, n_c = mask.shape
-    cell = size / max(n_r, n_c)
-    x0, y0 = x - cell * n_c / 2, y + cell * n_r / 2
-    for i in range(n_r):
-        for j in range(n_c):
-            ax.add_patch(Rectangle((x0 + j * cell, y0 - (i + 1) * cell), cell, cell,
-                                   facecolor=figures.MAY_ATTEND_COLOR if mask[i, j] else figures.MASKED_COLOR,
-                                   edgecolor="white", linewidth=0.6, zorder=3))
 
 
 def _check_example(source: list[str], decoder_input: list[str], target: list[str]) -> list[str]:
