@@ -68,3 +68,11 @@ def test_a_chapter_runs_from_the_unpacked_download(tmp_path: Path) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_the_zip_appears_whole(tmp_path: Path) -> None:
+    """The zip is written beside its name and renamed into place (a reader never sees half of it): afterwards the
+    folder holds the zip alone, and it reads."""
+    dest = make_download(tmp_path / DOWNLOAD)
+    assert sorted(p.name for p in tmp_path.iterdir()) == [DOWNLOAD]
+    assert zipfile.ZipFile(dest).testzip() is None

@@ -72,13 +72,17 @@ def make_download(dest: Path, root: Path = ROOT) -> Path:
     """Write ``book-code.zip`` (the book's code in one folder) to ``dest``; returns its path."""
     dest.parent.mkdir(parents=True, exist_ok=True)
     root = root.resolve()
-    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
+    # written beside it, then renamed: a reader (the library tests run while the test command builds the book)
+    # finds the whole file or none
+    part = dest.with_name(dest.name + ".part")
+    with zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
         for p in download_files(root):
             rel = p.relative_to(root).as_posix()
             info = zipfile.ZipInfo(f"{DOWNLOAD_FOLDER}/{rel}", date_time=(2026, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, p.read_bytes())
+    os.replace(part, dest)
     return dest
 
 

@@ -11,10 +11,11 @@
 #   nbval          every chapter re-executed and every stored output compared, twice: on this machine and on
 #                  a simulated other machine (other CPU kernels, tools/other_machine.env), so round-off
 #                  digits differ while the book must not; one queue of 2 x chapters jobs on every core
-#   book           strict build (-W -n) of the stored outputs, no execution: the HTML the browser tests read
+#   book           strict build (-W -n) of the stored outputs, no execution: the HTML the browser tests read (in
+#                  the background from the library tests on)
 #   browser        the built book in Chromium (skipped, and said so, with BOOK_SKIP_BROWSER=1 or without a build)
-#   pdf-build      the whole book printed to one PDF by Chromium (tools/build_pdf.py), in the background while the
-#                  strict build and the browser tests run
+#   pdf-build      the whole book printed to one PDF by Chromium (tools/build_pdf.py), in the background from the
+#                  library tests on
 #   pdf            the PDF read back as soon as it is printed: cover, outline, contents with page numbers, one
 #                  chapter per page, no web-page text, no raw TeX, the same numbers as the HTML (skipped with the
 #                  browser tests)
@@ -45,40 +46,60 @@ step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
 step reader-layer "$PY" tools/check_reader_layer.py
-step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
-step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
+# The strict build and the PDF (tools/build_pdf.py: its own single-page build, printed by Chromium, then read
+# back) need only the stored outputs, not the steps before them: they run in the background from the library
+# tests' start, which leaves both cores to nbval's end and the browser tests, with no single-threaded step
+# (either build, the PDF checks) left alone on a core. Each writes its exit status, seconds and CPU seconds to a
+# file (its own CPU accounting: `times` in a background shell counts that shell's children), recorded as a step
+# when the test command waits for it; the book's zip is renamed into place whole, so a library test that reads
+# it while the book is built sees all of it or none.
 rm -rf "$STRICT_OUT/_build/html"
-if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
-  step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
-  summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
-  summary+=("  SKIP  pdf-build (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
-  summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
-else
-  # The PDF (tools/build_pdf.py: its own single-page build, printed by Chromium), then its checks, run in the
-  # background from the strict build's start to the browser tests' end: the two builds are single-threaded, and
-  # the browser tests and the printing both spend much of their time waiting on Chromium, so they share the cores.
-  # Each part writes its exit status, seconds and CPU seconds to files, recorded as steps once it has ended.
-  rm -f "$STRICT_OUT"/book.pdf "$STRICT_OUT"/pdf-build.* "$STRICT_OUT"/pdf-check.*
-  mkdir -p "$STRICT_OUT"
-  ( t0=$SECONDS
-    _times_file=$(mktemp "${TMPDIR:-/tmp}/steps-times.XXXXXX")  # children_cpu's file: not the main shell's
+rm -f "$STRICT_OUT"/book.pdf "$STRICT_OUT"/pdf-build.* "$STRICT_OUT"/pdf-check.* "$STRICT_OUT"/book-step.*
+mkdir -p "$STRICT_OUT"
+( _times_file=$(mktemp "${TMPDIR:-/tmp}/steps-times.XXXXXX")  # children_cpu's file: not the main shell's
+  trap 'rm -f "$_times_file"' EXIT
+  t0=$SECONDS
+  "$PY" tools/build_book.py --strict --output "$STRICT_OUT" > "$STRICT_OUT/book-step.log" 2>&1
+  rc=$?
+  children_cpu
+  echo "$rc $((SECONDS - t0)) $cpu_now" > "$STRICT_OUT/book-step.result" ) &
+book_pid=$!
+if [ "${BOOK_SKIP_BROWSER:-0}" != "1" ]; then
+  ( _times_file=$(mktemp "${TMPDIR:-/tmp}/steps-times.XXXXXX")
     trap 'rm -f "$_times_file"' EXIT
+    t0=$SECONDS
     "$PY" tools/build_pdf.py --output "$STRICT_OUT/book.pdf" > "$STRICT_OUT/pdf-build.log" 2>&1
     rc=$?
     children_cpu
     c0=$cpu_now
     echo "$rc $((SECONDS - t0)) $c0" > "$STRICT_OUT/pdf-build.result"
     if [ "$rc" -eq 0 ]; then
+      # the checks compare the PDF's numbers with the strict build's HTML: wait for that build to have ended
+      for _ in $(seq 1800); do [ -f "$STRICT_OUT/book-step.result" ] && break; sleep 1; done
       t0=$SECONDS
-      BOOK_PDF="$STRICT_OUT/book.pdf" "$PY" -m pytest -q tests/test_pdf.py -m pdf > "$STRICT_OUT/pdf-check.log" 2>&1
+      BOOK_PDF="$STRICT_OUT/book.pdf" BOOK_HTML="$STRICT_OUT/_build/html" \
+        "$PY" -m pytest -q tests/test_pdf.py -m pdf > "$STRICT_OUT/pdf-check.log" 2>&1
       rc=$?
       children_cpu
       echo "$rc $((SECONDS - t0)) $((cpu_now - c0))" > "$STRICT_OUT/pdf-check.result"
     fi ) &
   pdf_pid=$!
-  step book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
+fi
+step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
+step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
+wait "$book_pid"
+echo
+echo "==> book (in the background from the library tests on): $PY tools/build_book.py --strict --output $STRICT_OUT"
+tail -n 60 "$STRICT_OUT/book-step.log"
+{ read -r rc dt cpu < "$STRICT_OUT/book-step.result"; } 2>/dev/null || { rc=1; dt=0; cpu=0; }
+record book "$rc" "$dt" "cpu ${cpu}s, alongside lib-tests"
+if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
+  summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
+  summary+=("  SKIP  pdf-build (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
+  summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
+else
   if [ -f "$STRICT_OUT/_build/html/index.html" ]; then
-    # the browser step by hand (not `step`): the PDF job is reaped after it, so its CPU seconds are counted apart
+    # the browser step by hand (not `step`): a background job reaped while it ran would count as its CPU
     echo
     echo "==> browser: $PY -m pytest -q -n $JOBS tests/browser -m browser"
     browser_t0=$SECONDS
@@ -94,16 +115,16 @@ else
   fi
   wait "$pdf_pid"
   echo
-  echo "==> pdf-build (in the background from the book step on): $PY tools/build_pdf.py --output $STRICT_OUT/book.pdf"
+  echo "==> pdf-build (in the background from the library tests on): $PY tools/build_pdf.py --output $STRICT_OUT/book.pdf"
   tail -n 40 "$STRICT_OUT/pdf-build.log"
   { read -r rc dt cpu < "$STRICT_OUT/pdf-build.result"; } 2>/dev/null || { rc=1; dt=0; cpu=0; }
-  record pdf-build "$rc" "$dt" "cpu ${cpu}s, alongside book and browser"
+  record pdf-build "$rc" "$dt" "cpu ${cpu}s, alongside lib-tests"
   echo
   echo "==> pdf (after pdf-build, in the background): $PY -m pytest -q tests/test_pdf.py -m pdf"
   if [ -f "$STRICT_OUT/pdf-check.result" ]; then
     cat "$STRICT_OUT/pdf-check.log"
     read -r rc dt cpu < "$STRICT_OUT/pdf-check.result"
-    record pdf "$rc" "$dt" "cpu ${cpu}s, alongside browser"
+    record pdf "$rc" "$dt" "cpu ${cpu}s, alongside lib-tests"
   else
     summary+=("  FAIL  pdf (not run: pdf-build made no PDF)")
     failed=$((failed + 1))
