@@ -25,7 +25,7 @@ import numpy as np
 from lib.pt.train import BOS, EOS, PAD
 
 from . import figures
-from .diagrams_architecture import _mask_icon  # the book's small mask picture, as in the blocks chapter
+from .diagrams_architecture import _light, _mask_icon  # the blocks chapter's tints and mask picture
 
 __all__ = ["FIGURE_SIZE", "greedy_generation", "reversal_step_figure", "teacher_forcing", "token_label"]
 
@@ -46,14 +46,6 @@ def token_label(token: int) -> str:
     if not 3 <= token <= 12:
         raise ValueError(f"token must be PAD, BOS, EOS or a digit's id 3..12, got {token!r}")
     return str(token - 3)
-
-
-def _light(color: str, amount: float = 0.78) -> tuple[float, float, float]:
-    """``color`` mixed with white (``amount`` = share of white)."""
-    from matplotlib.colors import to_rgb
-
-    r, g, b = to_rgb(color)
-    return (r + (1 - r) * amount, g + (1 - g) * amount, b + (1 - b) * amount)
 
 
 def _dark(color: str, amount: float = 0.3) -> tuple[float, float, float]:
