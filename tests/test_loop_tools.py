@@ -165,3 +165,28 @@ def test_browser_and_pdf_tests_live_where_the_test_command_collects_them() -> No
                 misplaced.append(f"{rel}: {marker}")
     assert found == {"browser", "pdf"}  # the scan sees both markers where they are used
     assert misplaced == [], misplaced
+
+
+def test_background_steps_are_recorded_with_their_own_status_and_cpu(tmp_path: Path) -> None:
+    """tools/steps.sh in_background/bg_run/bg_record (how make test runs the builds): a step in the background is
+    recorded with its exit status and its own CPU seconds, its log is printed, and one that wrote no result
+    (never ran) is recorded as failed; an environment given to `step` reaches its command."""
+    script = tmp_path / "s.sh"
+    script.write_text(f". {ROOT / 'tools' / 'steps.sh'}\n"
+                      f"D={tmp_path}\n"
+                      "job() { bg_run \"$D\" busy python3 -c 'sum(range(100_000_000)); print(\"busy says hi\")'\n"
+                      "        bg_run \"$D\" broken sh -c 'exit 3'; }\n"
+                      "in_background job\n"
+                      "wait $!\n"
+                      "bg_record \"$D\" busy 'in the background'\n"
+                      "bg_record \"$D\" broken 'in the background' 5\n"
+                      "bg_record \"$D\" never 'in the background'\n"
+                      "PROBE=seen step env-probe sh -c 'test \"$PROBE\" = seen'\n"
+                      "echo Summary:\n"
+                      "printf '%s\\n' \"${summary[@]}\"\n")
+    out = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
+    assert "busy says hi" in out
+    steps = _tool("time_test").parse_summary(out[out.index("Summary:"):])
+    assert [(s["step"], s["status"]) for s in steps] == [("busy", "PASS"), ("broken", "FAIL"), ("env-probe", "PASS")]
+    assert f"  FAIL  never (not run, or it ended without a result: {tmp_path}/never.log)" in out
+    assert steps[0]["cpu_seconds"] >= 1 and steps[1]["cpu_seconds"] == 0

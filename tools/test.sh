@@ -49,40 +49,24 @@ step reader-layer "$PY" tools/check_reader_layer.py
 # The strict build and the PDF (tools/build_pdf.py: its own single-page build, printed by Chromium, then read
 # back) need only the stored outputs, not the steps before them: they run in the background from the library
 # tests' start, which leaves both cores to nbval's end and the browser tests, with no single-threaded step
-# (either build, the PDF checks) left alone on a core. Each writes its exit status, seconds and CPU seconds to a
-# file (its own CPU accounting: `times` in a background shell counts that shell's children), recorded as a step
-# when the test command waits for it; the book's zip is renamed into place whole, so a library test that reads
-# it while the book is built sees all of it or none.
+# (either build, the PDF checks) left alone on a core. They are recorded as steps (tools/steps.sh bg_run,
+# bg_record) when the test command waits for them, with their own CPU seconds (a step in the foreground also
+# counts those of a background job that ended while it ran: tools/steps.sh); the book's zip is renamed into place whole, so a library test
+# that reads it while the book is built sees all of it or none.
 rm -rf "$STRICT_OUT/_build/html"
-rm -f "$STRICT_OUT"/book.pdf "$STRICT_OUT"/pdf-build.* "$STRICT_OUT"/pdf-check.* "$STRICT_OUT"/book-step.*
+rm -f "$STRICT_OUT"/book.pdf "$STRICT_OUT"/{book,pdf-build,pdf}.{log,result}
 mkdir -p "$STRICT_OUT"
-( _times_file=$(mktemp "${TMPDIR:-/tmp}/steps-times.XXXXXX")  # children_cpu's file: not the main shell's
-  trap 'rm -f "$_times_file"' EXIT
-  t0=$SECONDS
-  "$PY" tools/build_book.py --strict --output "$STRICT_OUT" > "$STRICT_OUT/book-step.log" 2>&1
-  rc=$?
-  children_cpu
-  echo "$rc $((SECONDS - t0)) $cpu_now" > "$STRICT_OUT/book-step.result" ) &
+in_background bg_run "$STRICT_OUT" book "$PY" tools/build_book.py --strict --output "$STRICT_OUT"
 book_pid=$!
+pdf_job() {
+  bg_run "$STRICT_OUT" pdf-build "$PY" tools/build_pdf.py --output "$STRICT_OUT/book.pdf" || return
+  # the checks compare the PDF's numbers with the strict build's HTML: wait for that build to have ended
+  for _ in $(seq 1800); do [ -f "$STRICT_OUT/book.result" ] && break; sleep 1; done
+  BOOK_PDF="$STRICT_OUT/book.pdf" BOOK_HTML="$STRICT_OUT/_build/html" \
+    bg_run "$STRICT_OUT" pdf "$PY" -m pytest -q tests/test_pdf.py -m pdf
+}
 if [ "${BOOK_SKIP_BROWSER:-0}" != "1" ]; then
-  ( _times_file=$(mktemp "${TMPDIR:-/tmp}/steps-times.XXXXXX")
-    trap 'rm -f "$_times_file"' EXIT
-    t0=$SECONDS
-    "$PY" tools/build_pdf.py --output "$STRICT_OUT/book.pdf" > "$STRICT_OUT/pdf-build.log" 2>&1
-    rc=$?
-    children_cpu
-    c0=$cpu_now
-    echo "$rc $((SECONDS - t0)) $c0" > "$STRICT_OUT/pdf-build.result"
-    if [ "$rc" -eq 0 ]; then
-      # the checks compare the PDF's numbers with the strict build's HTML: wait for that build to have ended
-      for _ in $(seq 1800); do [ -f "$STRICT_OUT/book-step.result" ] && break; sleep 1; done
-      t0=$SECONDS
-      BOOK_PDF="$STRICT_OUT/book.pdf" BOOK_HTML="$STRICT_OUT/_build/html" \
-        "$PY" -m pytest -q tests/test_pdf.py -m pdf > "$STRICT_OUT/pdf-check.log" 2>&1
-      rc=$?
-      children_cpu
-      echo "$rc $((SECONDS - t0)) $((cpu_now - c0))" > "$STRICT_OUT/pdf-check.result"
-    fi ) &
+  in_background pdf_job
   pdf_pid=$!
 fi
 step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
@@ -90,25 +74,14 @@ step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
 wait "$book_pid"
 echo
 echo "==> book (in the background from the library tests on): $PY tools/build_book.py --strict --output $STRICT_OUT"
-tail -n 60 "$STRICT_OUT/book-step.log"
-{ read -r rc dt cpu < "$STRICT_OUT/book-step.result"; } 2>/dev/null || { rc=1; dt=0; cpu=0; }
-record book "$rc" "$dt" "cpu ${cpu}s, alongside lib-tests"
+bg_record "$STRICT_OUT" book "alongside lib-tests" 60
 if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
   summary+=("  SKIP  browser (BOOK_SKIP_BROWSER=1: the pages were not checked in a browser)")
   summary+=("  SKIP  pdf-build (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
   summary+=("  SKIP  pdf (BOOK_SKIP_BROWSER=1: Chromium prints the PDF)")
 else
   if [ -f "$STRICT_OUT/_build/html/index.html" ]; then
-    # the browser step by hand (not `step`): a background job reaped while it ran would count as its CPU
-    echo
-    echo "==> browser: $PY -m pytest -q -n $JOBS tests/browser -m browser"
-    browser_t0=$SECONDS
-    browser_rc=0
-    children_cpu
-    browser_c0=$cpu_now
-    BOOK_HTML="$STRICT_OUT/_build/html" "$PY" -m pytest -q -n "$JOBS" tests/browser -m browser || browser_rc=$?
-    children_cpu
-    record browser "$browser_rc" $((SECONDS - browser_t0)) "cpu $((cpu_now - browser_c0))s"
+    BOOK_HTML="$STRICT_OUT/_build/html" step browser "$PY" -m pytest -q -n "$JOBS" tests/browser -m browser
   else
     summary+=("  FAIL  browser (not run: the book step built no HTML at $STRICT_OUT/_build/html)")
     failed=$((failed + 1))
@@ -116,19 +89,10 @@ else
   wait "$pdf_pid"
   echo
   echo "==> pdf-build (in the background from the library tests on): $PY tools/build_pdf.py --output $STRICT_OUT/book.pdf"
-  tail -n 40 "$STRICT_OUT/pdf-build.log"
-  { read -r rc dt cpu < "$STRICT_OUT/pdf-build.result"; } 2>/dev/null || { rc=1; dt=0; cpu=0; }
-  record pdf-build "$rc" "$dt" "cpu ${cpu}s, alongside lib-tests"
+  bg_record "$STRICT_OUT" pdf-build "alongside lib-tests" 40
   echo
   echo "==> pdf (after pdf-build, in the background): $PY -m pytest -q tests/test_pdf.py -m pdf"
-  if [ -f "$STRICT_OUT/pdf-check.result" ]; then
-    cat "$STRICT_OUT/pdf-check.log"
-    read -r rc dt cpu < "$STRICT_OUT/pdf-check.result"
-    record pdf "$rc" "$dt" "cpu ${cpu}s, alongside lib-tests"
-  else
-    summary+=("  FAIL  pdf (not run: pdf-build made no PDF)")
-    failed=$((failed + 1))
-  fi
+  bg_record "$STRICT_OUT" pdf "alongside lib-tests"
 fi
 
 echo
