@@ -54,12 +54,17 @@ class _Anchors(HTMLParser):
             self.h1.append(data)
 
 
-def _parsed(page, site_url: str, rel: str) -> _Anchors:
-    """The page's HTML as served (fetched, not rendered: what is read here needs no script)."""
+def _served(page, site_url: str, rel: str) -> str:
+    """The page's HTML as served (fetched, not rendered: what is read from it needs no script)."""
     response = page.request.get(urljoin(site_url, rel))
     assert response.ok, f"{rel}: HTTP {response.status}"
+    return response.text()
+
+
+def _parsed(page, site_url: str, rel: str) -> _Anchors:
+    """The page's anchors and first heading, as served."""
     parser = _Anchors()
-    parser.feed(response.text())
+    parser.feed(_served(page, site_url, rel))
     return parser
 
 
@@ -117,9 +122,7 @@ SPLIT_STREAM = re.compile(r'<div class="output stream[^"]*">\s*<div class="highl
 
 def test_printed_text_of_a_cell_is_one_box(page, site_url: str, book_chapter: str) -> None:
     """What one cell prints is shown as one output box, however many pieces the kernel sent it in."""
-    response = page.request.get(urljoin(site_url, book_chapter))
-    assert response.ok, f"{book_chapter}: HTTP {response.status}"
-    split = SPLIT_STREAM.findall(response.text())
+    split = SPLIT_STREAM.findall(_served(page, site_url, book_chapter))
     assert not split, f"{book_chapter}: {len(split)} cells show their printed text in several boxes"
 
 
