@@ -272,3 +272,48 @@ def test_softmax_jacobian_norm_of_one_hot_uniform_and_two_hot_rows(n):
     assert abs(nps.softmax_jacobian_norm(two_hot) - 0.5) < 1e-15
     if n > 2:  # the uniform row's norm lies strictly between the one-hot row's and the maximum
         assert 0 < nps.softmax_jacobian_norm(uniform) < 0.5
+
+
+# ---------------------------------------------------------------- short rows on an AVX-512 CPU
+
+
+@pytest.mark.parametrize("capability", ["AVX512", "AVX2"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32, torch.bfloat16])
+def test_short_rows_padded_give_the_rows_softmax_and_gradient(monkeypatch, capability, dtype):
+    """masked_softmax pads rows shorter than SHORT_ROW on an AVX-512 CPU (lib.pt.softmax._softmax_short_rows):
+    the probabilities and the gradient are those of torch.softmax on the row itself, on every axis, with masks
+    and a fully masked row; on an AVX2 CPU, and for rows of SHORT_ROW or more, the row is passed as it is, bit
+    for bit."""
+    monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: capability)
+    pads = []  # the widths padded to, by a spy on torch.nn.functional.pad
+    pad = torch.nn.functional.pad
+
+    def spy(t, p, **kw):
+        pads.append(t.shape[-1] + p[1])
+        return pad(t, p, **kw)
+
+    monkeypatch.setattr(torch.nn.functional, "pad", spy)
+    gen = torch.Generator().manual_seed(0)
+    for shape, axis in [((5, 3, 1), -1), ((4, 2, 10), -1), ((3, 15), 1), ((10, 6), 0), ((2, 16), -1), ((2, 17), -1)]:
+        x = (3 * torch.randn(shape, generator=gen, dtype=torch.float64)).to(dtype).requires_grad_()
+        mask = torch.rand(shape, generator=gen) > 0.3
+        rows = mask.movedim(axis, -1)  # a view: the first row along `axis` is fully masked
+        rows[(0,) * (rows.ndim - 1)] = False
+        padded = pts.masked_softmax(x, mask, axis=axis)
+        dy = torch.randn(shape, generator=gen, dtype=torch.float64).to(dtype)
+        (g_padded,) = torch.autograd.grad(padded, x, dy)
+        # the reference: torch.softmax of the masked row itself, zeros where a row has nothing to attend to
+        xr = x.detach().clone().requires_grad_()
+        alive = mask.any(dim=axis, keepdim=True)
+        ref = torch.softmax(xr.masked_fill(~mask, float("-inf")).masked_fill(~alive, 0.0), dim=axis) * alive
+        (g_ref,) = torch.autograd.grad(ref, xr, dy)
+        short = capability == "AVX512" and shape[axis] < pts.SHORT_ROW
+        # two softmaxes: the first pass, then the one that gives the fully masked row zeros
+        assert pads == ([pts.SHORT_ROW] * 2 if short else []), (shape, axis, pads)
+        pads.clear()
+        if not short:
+            assert torch.equal(padded, ref) and torch.equal(g_padded, g_ref), (shape, axis)
+        else:
+            atol = {torch.float64: 1e-15, torch.float32: 1e-6, torch.bfloat16: 1e-2}[dtype]
+            torch.testing.assert_close(padded, ref, rtol=0, atol=atol)
+            torch.testing.assert_close(g_padded, g_ref, rtol=0, atol=4 * atol)
