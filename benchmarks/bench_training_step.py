@@ -1,21 +1,22 @@
 """``python -m benchmarks.bench_training_step [--steps N] [--repeats R]``: what a small model's training step costs,
-and what each of three choices of :mod:`lib.pt` saves, measured side by side in one run.
+and what each of two choices of :mod:`lib.pt` saves, measured side by side in one run.
 
 The model is the training chapter's (:class:`lib.pt.model.Seq2SeqTransformer`, d_model 64, 4 heads, d_ff 128,
 2 layers, Pre-LN) on its reversal task (:func:`lib.pt.train.train`, sequences of 2 to 8 digits), one thread,
 deterministic kernels (:func:`lib.pt.train.set_determinism`), at the two batch sizes the book trains with (128 in
-the training chapter, 48 in *Before and beyond attention*). Four variants, interleaved so that a change in the
+the training chapter, 48 in *Before and beyond attention*). Three variants, interleaved so that a change in the
 machine's speed hits all alike:
 
 - ``lib.pt``: the library as it is;
-- ``softmax rows as they are``: ``torch.softmax`` on the attention rows, without the padding to 16 of
-  :func:`lib.pt.softmax._softmax_short_rows` (which pads only on an AVX-512 CPU: elsewhere the two are one);
 - ``finite check per entry``: :func:`lib.pt._validate.check_finite` builds the boolean tensor on every call,
   without the one-sum test first;
 - ``Adam per tensor``: ``torch.optim.Adam`` without ``fused=True``, one small update per parameter tensor.
 
-First, the kernel behind the softmax choice: ``torch.softmax`` forward and backward on 5,120 rows of 8, 10, 16
-and 32 entries, as they are and padded to 16 with ``-inf``.
+Also measured, and not taken into the library: ``torch.softmax`` forward and backward on 5,120 rows of 8, 10,
+16 and 32 entries, as they are and padded to 16 with ``-inf``. On an AVX-512 CPU torch's kernel takes a far slower
+path for rows shorter than 16 (attention over a short sequence is made of them), and padding them is exact up to
+round-off; but autograd then keeps the padded rows for the backward pass, so the activation memory a model keeps
+would depend on the processor, and the training-memory chapter counts that memory byte for byte.
 
 Prints microseconds and milliseconds (best of the repeats, and the median) and each variant's ratio to
 ``lib.pt``; writes every timing to ``benchmarks/results/training_step.json`` (``--out`` to change it). The last
@@ -34,14 +35,13 @@ from pathlib import Path
 import torch
 
 import lib.pt._validate as validate
-import lib.pt.softmax as pt_softmax
 from lib.pt.model import Seq2SeqTransformer
 from lib.pt.train import VOCAB_SIZE, set_determinism, train
 
 from ._common import interleaved, median, table
 
 RESULTS = Path(__file__).resolve().parent / "results"
-VARIANTS = ("lib.pt", "softmax rows as they are", "finite check per entry", "Adam per tensor")
+VARIANTS = ("lib.pt", "finite check per entry", "Adam per tensor")
 
 
 @contextlib.contextmanager
@@ -49,7 +49,7 @@ def variant(name: str):
     """Run the library with one of its choices undone (``name`` from :data:`VARIANTS`)."""
     if name not in VARIANTS:
         raise ValueError(f"name must be one of {VARIANTS}, got {name!r}")
-    short_rows, exact = pt_softmax._softmax_short_rows, validate.check_finite
+    exact = validate.check_finite
     users = [m for n, m in list(sys.modules.items())
              if n.startswith("lib.pt") and getattr(m, "check_finite", None) is exact]
     adam = torch.optim.Adam
@@ -64,16 +64,13 @@ def variant(name: str):
             super().__init__(*args, foreach=False, **kwargs)
 
     try:
-        if name == "softmax rows as they are":
-            pt_softmax._softmax_short_rows = lambda logits, ax: torch.softmax(logits, dim=ax)
-        elif name == "finite check per entry":
+        if name == "finite check per entry":
             for m in users:
                 m.check_finite = per_entry
         elif name == "Adam per tensor":
             torch.optim.Adam = PerTensorAdam
         yield
     finally:
-        pt_softmax._softmax_short_rows = short_rows
         for m in users:
             m.check_finite = exact
         torch.optim.Adam = adam

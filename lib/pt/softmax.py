@@ -25,28 +25,6 @@ __all__ = [
 ]
 
 
-#: Rows shorter than this are padded before ``torch.softmax`` on an AVX-512 CPU (:func:`_softmax_short_rows`).
-SHORT_ROW = 16
-
-
-def _softmax_short_rows(logits: torch.Tensor, ax: int) -> torch.Tensor:
-    """``torch.softmax(logits, dim=ax)``; on an AVX-512 CPU a row shorter than :data:`SHORT_ROW` is first padded
-    with ``-inf`` to that length.
-
-    torch's AVX-512 softmax kernel takes a much slower path for a row shorter than one 16-lane vector: on the
-    book's machine 5,120 rows of 10 took about nine times as long as the same rows padded to 16, forward and
-    backward (``python -m benchmarks.bench_training_step``), and attention over a short sequence is made of such
-    rows. A padded entry adds ``exp(-inf) = 0`` to its row's sum, so the first ``n`` probabilities are those of
-    the row itself (up to the order of the sum's round-off), and the slice drops the padding's gradient. The
-    AVX2 and portable kernels have no such path; they get the row as it is.
-    """
-    n = logits.shape[ax]
-    if not 0 < n < SHORT_ROW or logits.device.type != "cpu" or torch.backends.cpu.get_cpu_capability() != "AVX512":
-        return torch.softmax(logits, dim=ax)
-    rows = torch.nn.functional.pad(logits.movedim(ax, -1), (0, SHORT_ROW - n), value=MASKED_LOGIT)
-    return torch.softmax(rows, dim=-1)[..., :n].movedim(-1, ax)
-
-
 def _prepare(x: Any, axis: int, name: str = "x") -> tuple[torch.Tensor, int]:
     t = as_float_tensor(x, name)
     ax = check_axis(t, axis, name)
@@ -157,7 +135,7 @@ def masked_softmax(x: Any, mask: Any | None, axis: int = -1) -> torch.Tensor:
     if t.shape[ax] == 0:
         return torch.zeros_like(t)
     logits = t if mask is None else t.masked_fill(~mask, MASKED_LOGIT)
-    out = _softmax_short_rows(logits, ax)
+    out = torch.softmax(logits, dim=ax)
     if not _has_nan(out):
         return out
     # Slow path: report bad logits, then give rows with nothing to attend to a harmless 0 logit and zero weights.
@@ -165,7 +143,7 @@ def masked_softmax(x: Any, mask: Any | None, axis: int = -1) -> torch.Tensor:
     check_no_nan_or_posinf(logits.detach().masked_fill(~keep, 0.0), "x (at unmasked positions)")
     alive = (keep & ~torch.isneginf(logits.detach())).any(dim=ax, keepdim=True)
     logits = logits.masked_fill(~alive, 0.0)
-    return _softmax_short_rows(logits, ax) * alive
+    return torch.softmax(logits, dim=ax) * alive
 
 
 def online_normalizer(x: Any, axis: int = -1) -> tuple[torch.Tensor, torch.Tensor]:
