@@ -4,19 +4,21 @@ and what each of two choices of :mod:`lib.pt` saves, measured side by side in on
 The model is the training chapter's (:class:`lib.pt.model.Seq2SeqTransformer`, d_model 64, 4 heads, d_ff 128,
 2 layers, Pre-LN) on its reversal task (:func:`lib.pt.train.train`, sequences of 2 to 8 digits), one thread,
 deterministic kernels (:func:`lib.pt.train.set_determinism`), at the two batch sizes the book trains with (128 in
-the training chapter, 48 in *Before and beyond attention*). Three variants, interleaved so that a change in the
-machine's speed hits all alike:
+the training chapter, 48 in *Before and beyond attention*). Three variants, interleaved (their order rotated from one
+round to the next, after an untimed round) so that a change in the machine's speed hits all alike:
 
 - ``lib.pt``: the library as it is;
 - ``finite check per entry``: :func:`lib.pt._validate.check_finite` builds the boolean tensor on every call,
   without the one-sum test first;
-- ``Adam per tensor``: ``torch.optim.Adam`` without ``fused=True``, one small update per parameter tensor.
+- ``Adam unfused``: ``torch.optim.Adam`` without ``fused=True``: the same update as a handful of separate
+  element-wise operations per parameter tensor, issued from Python (fused, each tensor is updated in one pass).
 
 Also measured, and not taken into the library: ``torch.softmax`` forward and backward on 5,120 rows of 8, 10,
-16 and 32 entries, as they are and padded to 16 with ``-inf``. On an AVX-512 CPU torch's kernel takes a far slower
-path for rows shorter than 16 (attention over a short sequence is made of them), and padding them is exact up to
-round-off; but autograd then keeps the padded rows for the backward pass, so the activation memory a model keeps
-would depend on the processor, and the training-memory chapter counts that memory byte for byte.
+16 and 32 entries, as they are and padded to 16 with ``-inf`` (on an AVX-512 CPU torch's kernel takes a far slower
+path for rows shorter than 16, and attention over a short sequence is made of them); for attention weights of shape
+(128, 4, 10, 10), the largest difference between the padded and the plain softmax, and the bytes autograd keeps
+for the backward pass of each (``torch.autograd.graph.saved_tensors_hooks``): padding keeps the padded rows, so
+the activation memory of a model would depend on the processor.
 
 Prints microseconds and milliseconds (best of the repeats, and the median) and each variant's ratio to
 ``lib.pt``; writes every timing to ``benchmarks/results/training_step.json`` (``--out`` to change it). The last
@@ -41,7 +43,7 @@ from lib.pt.train import VOCAB_SIZE, set_determinism, train
 from ._common import interleaved, median, table
 
 RESULTS = Path(__file__).resolve().parent / "results"
-VARIANTS = ("lib.pt", "finite check per entry", "Adam per tensor")
+VARIANTS = ("lib.pt", "finite check per entry", "Adam unfused")
 
 
 @contextlib.contextmanager
@@ -58,7 +60,7 @@ def variant(name: str):
         if bool((~torch.isfinite(x.detach())).any()):
             exact(x, name, why)
 
-    class PerTensorAdam(adam):
+    class UnfusedAdam(adam):
         def __init__(self, *args, **kwargs):
             kwargs.pop("fused", None)
             super().__init__(*args, foreach=False, **kwargs)
@@ -67,8 +69,8 @@ def variant(name: str):
         if name == "finite check per entry":
             for m in users:
                 m.check_finite = per_entry
-        elif name == "Adam per tensor":
-            torch.optim.Adam = PerTensorAdam
+        elif name == "Adam unfused":
+            torch.optim.Adam = UnfusedAdam
         yield
     finally:
         for m in users:
@@ -97,6 +99,30 @@ def softmax_rows(repeats: int) -> list[dict]:
     return rows
 
 
+def padded_attention_softmax() -> dict:
+    """For attention weights of shape (128, 4, 10, 10), float32: the largest difference between the softmax of
+    the rows padded to 16 with -inf (sliced back) and the plain one, and the bytes autograd keeps for each."""
+    x = torch.randn(128, 4, 10, 10, generator=torch.Generator().manual_seed(0))
+
+    def kept(f) -> tuple[torch.Tensor, int]:
+        sizes: list[int] = []
+
+        def pack(t):
+            sizes.append(t.numel() * t.element_size())
+            return t
+
+        leaf = x.clone().requires_grad_()
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            y = f(leaf)
+        return y.detach(), sum(sizes)
+
+    plain, plain_bytes = kept(lambda t: torch.softmax(t, -1))
+    padded, padded_bytes = kept(
+        lambda t: torch.softmax(torch.nn.functional.pad(t, (0, 6), value=float("-inf")), -1)[..., :10])
+    return {"max_abs_diff": float((padded - plain).abs().max()), "kept_bytes_plain": plain_bytes,
+            "kept_bytes_padded": padded_bytes}
+
+
 def training_steps(batch: int, steps: int, repeats: int) -> tuple[list[dict], dict]:
     losses: dict[str, float] = {}
 
@@ -109,7 +135,15 @@ def training_steps(batch: int, steps: int, repeats: int) -> tuple[list[dict], di
                 losses[name] = hist[-1][1]
         return go
 
-    times = interleaved({name: run(name) for name in VARIANTS}, repeats, warmup=0)
+    fns = {name: run(name) for name in VARIANTS}
+    for fn in fns.values():  # warm-up: every variant once, untimed
+        fn()
+    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
+    for r in range(repeats):  # interleaved, the order rotated each round
+        for name in VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]:
+            t0 = time.perf_counter()
+            fns[name]()
+            times[name].append(time.perf_counter() - t0)
     base = min(times["lib.pt"])
     rows = [{"batch": batch, "variant": name, "best_ms": min(t) / steps * 1e3, "median_ms": median(t) / steps * 1e3,
              "ratio": min(t) / base, "loss": losses[name]} for name, t in times.items()]
@@ -134,6 +168,9 @@ def main(argv: list[str] | None = None) -> int:
     print(table(sm, [("n", "row", "d"), ("fwd", "fwd", ".0f"), ("fwd padded", "fwd padded", ".0f"),
                      ("bwd", "bwd", ".0f"), ("bwd padded", "bwd padded", ".0f"),
                      ("ratio", "as is / padded", ".2f")]))
+    pad = padded_attention_softmax()
+    print(f"attention weights (128, 4, 10, 10), padded to 16: max |padded - plain| = {pad['max_abs_diff']:.1e}; "
+          f"kept for backward {pad['kept_bytes_padded']:,} bytes against {pad['kept_bytes_plain']:,}")
     steps_rows, seconds = [], {}
     for batch in (128, 48):
         t0 = time.perf_counter()
@@ -146,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                            ("median_ms", "median", ".1f"), ("ratio", "/ lib.pt", ".2f"), ("loss", "last loss", ".4f")]))
     args.out.parent.mkdir(exist_ok=True)
     args.out.write_text(json.dumps({"capability": capability, "torch": torch.__version__, "steps": args.steps,
-                                    "softmax_rows_us": sm, "training_step": steps_rows, "seconds": seconds},
+                                    "softmax_rows_us": sm, "padded_softmax": pad, "training_step": steps_rows,
+                                    "seconds": seconds},
                                    indent=1) + "\n")
     print(f"\nwritten: {args.out}")
     return 0

@@ -350,20 +350,21 @@ def test_bad_biases_raise_clear_errors():
         mha(x, None, None, bad)
 
 
-def test_check_finite_refuses_every_non_finite_entry_and_passes_finite_ones():
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16, torch.float32, torch.float64])
+def test_check_finite_refuses_every_non_finite_entry_and_passes_finite_ones(dtype):
     """lib.pt._validate.check_finite decides most calls from one sum: a NaN, +inf or -inf anywhere is still
     found and named (its index and value), two infinities whose sum is NaN too, and finite entries whose sum
     overflows pass."""
     from lib.pt._validate import check_finite
 
-    huge = torch.full((4, 3), torch.finfo(torch.float32).max)
+    huge = torch.full((4, 3), torch.finfo(dtype).max, dtype=dtype)
     check_finite(huge, "x")  # the sum is inf; every entry is finite
-    check_finite(torch.zeros(0, 3), "x")
+    check_finite(torch.zeros(0, 3, dtype=dtype), "x")
     for bad, idx in [(float("nan"), [1, 2]), (float("inf"), [0, 0]), (float("-inf"), [3, 1])]:
-        x = torch.randn(4, 3)
+        x = torch.randn(4, 3).to(dtype)
         x[tuple(idx)] = bad
         with pytest.raises(ValueError, match=re.escape(f"x contains a non-finite value ({bad}) at {idx}")):
             check_finite(x, "x")
-    both = torch.tensor([1.0, float("inf"), float("-inf")])
+    both = torch.tensor([1.0, float("inf"), float("-inf")], dtype=dtype)
     with pytest.raises(ValueError, match=r"non-finite value \(inf\) at \[1\]"):
         check_finite(both, "x")

@@ -120,7 +120,8 @@ def train(model: Seq2SeqTransformer, steps: int, *, batch_size: int = 64, min_le
         raise ValueError(f"task must be one of {', '.join(map(repr, TASKS))}, got {task!r}")
     make_batch = TASKS[task]
     gen = torch.Generator().manual_seed(seed)
-    # fused: one kernel updates every parameter (the same Adam; not one small update per tensor)
+    # fused: the same Adam update, each parameter tensor in one pass rather than as a handful of separate
+    # element-wise operations issued from Python (other rounding of the same arithmetic)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98), eps=1e-9, fused=True)
 
     def schedule(step: int) -> float:
