@@ -1,4 +1,7 @@
 # The two commands of the README. Both set up what they need (tools/setup.sh is idempotent).
+# Python keeps the bytecode it compiles (.venv holds none until a module is first imported: tools/setup.sh),
+# even where the environment says not to.
+unexport PYTHONDONTWRITEBYTECODE
 .PHONY: book test check pdf bench clean
 
 book:  ## Build the HTML book into _build/html, executing every chapter whose inputs changed.

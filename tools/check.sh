@@ -10,6 +10,7 @@
 # compare with another revision: `make check BASE=HEAD~3`.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+unset PYTHONDONTWRITEBYTECODE  # each module is compiled once, by the first process that imports it (tools/setup.sh)
 PY=.venv/bin/python
 export BOOK_WIDGETS=static
 JOBS=${BOOK_JOBS:-$(nproc 2>/dev/null || echo 2)}

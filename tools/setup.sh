@@ -57,11 +57,11 @@ install_with_uv() {
   cert=${PIP_CERT:-$cert}
   # unsafe-best-match: the highest version across every index and link, as pip picks it (a local build such as
   # torch 2.13.0+cpu satisfies torch==2.13.0 and sorts above it)
-  # --compile-bytecode: uv does not write .pyc files unless told (pip does), and with PYTHONDONTWRITEBYTECODE set
-  # (as on the project's machines) nothing ever writes them, so every process would compile torch, sympy and
-  # transformers from source again: `import torch` 4.0 CPU s instead of 1.9, in each of the test command's
-  # hundred-odd Python processes
-  SSL_CERT_FILE=${cert:-${SSL_CERT_FILE:-}} .venv/bin/uv pip install --python .venv/bin/python --compile-bytecode \
+  # No --compile-bytecode: compiling all of site-packages took about 70 CPU s here (transformers, torch, sympy and
+  # pandas alone hold 150 MB of Python, most of it never imported). Python compiles a module when it is first
+  # imported and keeps the .pyc, provided PYTHONDONTWRITEBYTECODE is not set (the Makefile and the test scripts
+  # unset it; the project's machines set it), and the import below compiles the common part once, here.
+  SSL_CERT_FILE=${cert:-${SSL_CERT_FILE:-}} .venv/bin/uv pip install --python .venv/bin/python \
       --index-strategy unsafe-best-match "${opts[@]}" -r requirements.lock 2>&1 | tee -a .venv/pip-install.log \
     | awk '/^(Resolved|Prepared|Installed|Uninstalled|error)/ { print "  uv: " substr($0, 1, 150); fflush() }' \
     || return 1
@@ -93,7 +93,11 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
       install_with_pip
     fi
   fi
-  .venv/bin/python -c "import jupyter_book, torch, numpy, nbval, lib" || { echo "setup: installation failed" >&2; exit 1; }
+  # the check that the install works, and the first import (so the bytecode) of what every chapter, test and build
+  # uses, in one process rather than in the first few processes of a run at once
+  env -u PYTHONDONTWRITEBYTECODE .venv/bin/python -c "import jupyter_book, torch, numpy, nbval, lib, lib.pt.model, \
+lib.sizing, transformers, sympy, pandas, matplotlib.pyplot, IPython, ipykernel.kernelapp, pytest, hypothesis, \
+sphinx.application, myst_nb" || { echo "setup: installation failed" >&2; exit 1; }
   echo "$want" > "$stamp"
   echo "setup: .venv ready ($((SECONDS - t0)) s)"
 fi

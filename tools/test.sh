@@ -24,6 +24,7 @@
 # step failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+unset PYTHONDONTWRITEBYTECODE  # each module is compiled once, by the first process that imports it (tools/setup.sh)
 PY=.venv/bin/python
 export BOOK_WIDGETS=static  # lib.book.widgets draws figures, not sliders, in every headless execution
 STRICT_OUT=_build/strict
