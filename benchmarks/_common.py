@@ -40,17 +40,21 @@ def blas_report() -> dict:
 
 
 def interleaved(fns: dict[str, Callable[[], object]], repeats: int, warmup: int = 1,
-                sync: Callable[[], None] | None = None) -> dict[str, list[float]]:
+                sync: Callable[[], None] | None = None, rotate: bool = False) -> dict[str, list[float]]:
     """Time each function ``repeats`` times, interleaving them (a, b, c, a, b, c, ...) so that a change in
-    the machine's load hits all of them alike. Returns the wall-clock seconds of every call."""
+    the machine's load hits all of them alike; with ``rotate`` each round starts one later (a, b, c, b, c, a,
+    ...), so that no function always runs first. Returns the wall-clock seconds of every call."""
     sync = sync or (lambda: None)
     for _ in range(warmup):
         for fn in fns.values():
             fn()
             sync()
     times: dict[str, list[float]] = {name: [] for name in fns}
-    for _ in range(repeats):
-        for name, fn in fns.items():
+    names = list(fns)
+    for r in range(repeats):
+        k = r % len(names) if rotate else 0
+        for name in names[k:] + names[:k]:
+            fn = fns[name]
             sync()
             t0 = time.perf_counter()
             fn()

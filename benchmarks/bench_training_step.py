@@ -135,15 +135,7 @@ def training_steps(batch: int, steps: int, repeats: int) -> tuple[list[dict], di
                 losses[name] = hist[-1][1]
         return go
 
-    fns = {name: run(name) for name in VARIANTS}
-    for fn in fns.values():  # warm-up: every variant once, untimed
-        fn()
-    times: dict[str, list[float]] = {name: [] for name in VARIANTS}
-    for r in range(repeats):  # interleaved, the order rotated each round
-        for name in VARIANTS[r % len(VARIANTS):] + VARIANTS[:r % len(VARIANTS)]:
-            t0 = time.perf_counter()
-            fns[name]()
-            times[name].append(time.perf_counter() - t0)
+    times = interleaved({name: run(name) for name in VARIANTS}, repeats, warmup=1, rotate=True)
     base = min(times["lib.pt"])
     rows = [{"batch": batch, "variant": name, "best_ms": min(t) / steps * 1e3, "median_ms": median(t) / steps * 1e3,
              "ratio": min(t) / base, "loss": losses[name]} for name, t in times.items()]

@@ -52,8 +52,8 @@ step reader-layer "$PY" tools/check_reader_layer.py
 # tests' start, which leaves both cores to nbval's end and the browser tests, with no single-threaded step
 # (either build, the PDF checks) left alone on a core. They are recorded as steps (tools/steps.sh bg_run,
 # bg_record) when the test command waits for them, with their own CPU seconds (a step in the foreground also
-# counts those of a background job that ended while it ran: tools/steps.sh); the book's zip is renamed into place whole, so a library test
-# that reads it while the book is built sees all of it or none.
+# counts those of a background job that ended while it ran: tools/steps.sh); the book's zip is renamed into place
+# whole, so a library test that reads it while the book is built sees all of it or none.
 rm -rf "$STRICT_OUT/_build/html"
 rm -f "$STRICT_OUT"/book.pdf "$STRICT_OUT"/{book,pdf-build,pdf}.{log,result}
 mkdir -p "$STRICT_OUT"
