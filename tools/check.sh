@@ -26,7 +26,7 @@ step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
 step reader-layer "$PY" tools/check_reader_layer.py
-step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
+step lib-tests "${LIB_TESTS[@]}"
 mapfile -t affected < <("$PY" tools/chapters.py affected --since "$BASE")
 if [ "${#affected[@]}" -eq 0 ]; then
   summary+=("  SKIP  nbval (no chapter changed, or uses a file changed, since $BASE)")

@@ -70,7 +70,7 @@ if [ "${BOOK_SKIP_BROWSER:-0}" != "1" ]; then
   in_background pdf_job
   pdf_pid=$!
 fi
-step lib-tests "$PY" -m pytest -q -n "$JOBS" tests -m "not browser and not pdf"
+step lib-tests "${LIB_TESTS[@]}"
 step nbval "$PY" tools/nbval_parallel.py -j "$JOBS"
 wait "$book_pid"
 echo
