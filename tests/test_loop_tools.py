@@ -151,9 +151,11 @@ def test_browser_and_pdf_tests_live_where_the_test_command_collects_them() -> No
     script = (ROOT / "tools" / "test.sh").read_text()
     assert "pytest -q -n \"$JOBS\" tests/browser -m browser" in script
     assert "pytest -q tests/test_pdf.py -m pdf" in script
-    assert 'step lib-tests "${LIB_TESTS[@]}"' in script
     steps = (ROOT / "tools" / "steps.sh").read_text()
+    assert len(re.findall(r"^LIB_TESTS=", steps, flags=re.M)) == 1  # one definition, which both loops run
     assert re.search(r'^LIB_TESTS=\(.* tests -m "not browser and not pdf"\)$', steps, flags=re.M)
+    for loop in (script, (ROOT / "tools" / "check.sh").read_text()):
+        assert 'step lib-tests "${LIB_TESTS[@]}"' in loop and "LIB_TESTS=" not in loop
     marked = re.compile(r"\bmark\.(browser|pdf)\b")
     home = {"browser": "tests/browser/", "pdf": "tests/test_pdf.py"}
     found, misplaced = set(), []
