@@ -3,6 +3,8 @@ given Axes; the RoPE picture's arrows are the rotations lib.positional computes;
 
 from __future__ import annotations
 
+import itertools
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -52,5 +54,38 @@ def test_rope_arrows_are_the_rotations_of_lib_positional():
         for r, ax in enumerate(fig.axes):
             tips = np.array([a.xy for a in ax.texts if hasattr(a, "arrow_patch") and a.arrow_patch is not None])
             np.testing.assert_allclose(tips, want[:, 2 * r:2 * r + 2], atol=1e-12)
+    finally:
+        plt.close(fig)
+
+
+def _contrast_on_white(color) -> float:
+    """WCAG 2 contrast ratio of ``color`` against white."""
+    from matplotlib.colors import to_rgb
+
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in to_rgb(color)]
+    return 1.05 / (0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2] + 0.05)
+
+
+@pytest.mark.parametrize("layout", [(2, 2, (4.4, 4.2)), None])  # the chapter's 2 x 2 panels; the default row
+def test_rope_position_numbers_are_legible_and_apart(layout):
+    """Every number on the RoPE circles reads as text (contrast >= 4.5 on white) and no two of them touch, even
+    on the slowest pair, whose arrows are a few degrees apart; each circle numbers its first and last arrow."""
+    figures.use()
+    if layout is None:
+        fig = D.rope_rotations()
+    else:
+        fig, axes = plt.subplots(layout[0], layout[1], figsize=layout[2])
+        D.rope_rotations(axes.ravel())
+    try:
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        for ax in fig.axes:
+            numbers = [t for t in ax.texts if t.get_text() and getattr(t, "arrow_patch", None) is None]
+            assert {"0", "3"} <= {t.get_text() for t in numbers}
+            assert min(_contrast_on_white(t.get_color()) for t in numbers) >= 4.5
+            boxes = [t.get_window_extent(renderer) for t in numbers]
+            for a, b in itertools.combinations(boxes, 2):
+                gap = max(b.x0 - a.x1, a.x0 - b.x1, b.y0 - a.y1, a.y0 - b.y1)
+                assert gap >= 2, f"two position numbers {gap:.1f} px apart in {ax.get_title()!r}"
     finally:
         plt.close(fig)

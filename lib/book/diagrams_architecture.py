@@ -200,18 +200,40 @@ def rope_rotations(ax: Any = None, d: int = 8, positions: tuple[int, ...] = (0, 
     t = np.linspace(0, 2 * np.pi, 200)
     for i, a in enumerate(axes):
         a.plot(np.cos(t), np.sin(t), color="#BBBBBB", lw=1.0)
-        for m, s in zip(positions, shades, strict=True):
-            px, py = rotated[list(positions).index(m), 2 * i:2 * i + 2]
+        tips = rotated[:, 2 * i:2 * i + 2]
+        for m, s, (px, py), spot in zip(positions, shades, tips, _label_spots(tips), strict=True):
             a.annotate("", xy=(px, py), xytext=(0, 0),
                        arrowprops=dict(arrowstyle="-|>", color=_mix(COLORS["attention"], s), lw=1.8))
-            a.text(1.25 * px, 1.25 * py, f"{m}", ha="center", va="center", fontsize=_FONT - 0.5,
-                   color=_mix(COLORS["attention"], s))
-        a.set_xlim(-1.45, 1.45)
-        a.set_ylim(-1.45, 1.45)
+            if spot is not None:  # the shades order the arrows; the numbers, in the full colour, stay legible
+                a.text(*spot, f"{m}", ha="center", va="center", fontsize=_FONT - 0.5, color=COLORS["attention"])
+        lim = _LABEL_RADII[-1] + 0.15
+        a.set_xlim(-lim, lim)
+        a.set_ylim(-lim, lim)
         a.set_aspect("equal")
         a.axis("off")
         a.set_title(f"pair {i}\n$\\theta_{i} = {theta[i]:.2f}$", fontsize=_FONT)
     return fig
+
+
+_LABEL_RADII = (1.2, 1.5)  # the rings a position's number may sit on, outside the unit circle of the arrows
+_LABEL_GAP = 0.42  # the least distance between two numbers' centres (a number is about 0.3 high)
+
+
+def _label_spots(tips: np.ndarray) -> list[tuple[float, float] | None]:
+    """Where to write the number of each arrow ``tips[k]`` (unit vectors), on the arrow's line: the last arrow
+    on the inner ring, then the others in order on the first ring that keeps ``_LABEL_GAP`` from the numbers
+    already placed, or nowhere (None) if neither does: arrows a small angle apart are told apart by their
+    shades, and the first and last carry their numbers."""
+    spots: list[tuple[float, float] | None] = [None] * len(tips)
+    placed: list[tuple[float, float]] = []
+    for k in [len(tips) - 1, *range(len(tips) - 1)]:
+        for r in _LABEL_RADII:
+            x, y = r * tips[k][0], r * tips[k][1]
+            if all(np.hypot(x - sx, y - sy) >= _LABEL_GAP for sx, sy in placed):
+                spots[k] = (x, y)
+                placed.append((x, y))
+                break
+    return spots
 
 
 def _mix(color: str, s: float) -> tuple[float, float, float]:
