@@ -68,8 +68,9 @@ def _contrast_on_white(color) -> float:
 
 @pytest.mark.parametrize("layout", [(2, 2, (4.4, 4.2)), None])  # the chapter's 2 x 2 panels; the default row
 def test_rope_position_numbers_are_legible_and_apart(layout):
-    """Every number on the RoPE circles reads as text (contrast >= 4.5 on white) and no two of them touch, even
-    on the slowest pair, whose arrows are a few degrees apart; each circle numbers its first and last arrow."""
+    """Every number on the RoPE circles reads as text (contrast >= 4.5 on white) and touches neither another
+    number (even on the slowest pair, whose arrows are a few degrees apart) nor the circle, its arrows or the
+    panel's title; each circle of the book's picture numbers its first and last arrow."""
     figures.use()
     if layout is None:
         fig = D.rope_rotations()
@@ -84,8 +85,14 @@ def test_rope_position_numbers_are_legible_and_apart(layout):
             assert {"0", "3"} <= {t.get_text() for t in numbers}
             assert min(_contrast_on_white(t.get_color()) for t in numbers) >= 4.5
             boxes = [t.get_window_extent(renderer) for t in numbers]
-            for a, b in itertools.combinations(boxes, 2):
+            for a, b in itertools.combinations([*boxes, ax.title.get_window_extent(renderer)], 2):
                 gap = max(b.x0 - a.x1, a.x0 - b.x1, b.y0 - a.y1, a.y0 - b.y1)
-                assert gap >= 2, f"two position numbers {gap:.1f} px apart in {ax.get_title()!r}"
+                assert gap >= 2, f"a position number {gap:.1f} px from another or the title in {ax.get_title()!r}"
+            # the arrows end on the unit circle: every number's box stays outside it
+            cx, cy = ax.transData.transform((0.0, 0.0))
+            radius = ax.transData.transform((1.0, 0.0))[0] - cx
+            for box in boxes:
+                nearest = np.hypot(np.clip(cx, box.x0, box.x1) - cx, np.clip(cy, box.y0, box.y1) - cy)
+                assert nearest >= radius + 2, f"a position number {nearest - radius:.1f} px from the circle"
     finally:
         plt.close(fig)

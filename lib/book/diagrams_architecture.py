@@ -196,7 +196,7 @@ def rope_rotations(ax: Any = None, d: int = 8, positions: tuple[int, ...] = (0, 
     x = np.tile([1.0, 0.0], pairs)  # every pair starts on the horizontal axis
     rotated = apply_rope(np.broadcast_to(x, (len(positions), d)), np.array(positions), base)
     theta = sinusoid_frequencies(d, base)
-    shades = np.linspace(0.15, 1.0, len(positions))
+    shades = np.linspace(0.35, 1.0, len(positions))  # the first arrow pale but visible (contrast 1.7:1)
     t = np.linspace(0, 2 * np.pi, 200)
     for i, a in enumerate(axes):
         a.plot(np.cos(t), np.sin(t), color="#BBBBBB", lw=1.0)
@@ -215,15 +215,17 @@ def rope_rotations(ax: Any = None, d: int = 8, positions: tuple[int, ...] = (0, 
     return fig
 
 
-_LABEL_RADII = (1.2, 1.5)  # the rings a position's number may sit on, outside the unit circle of the arrows
+_LABEL_RADII = (1.25, 1.55)  # the rings a position's number may sit on, outside the unit circle of the arrows
 _LABEL_GAP = 0.42  # the least distance between two numbers' centres (a number is about 0.3 high)
 
 
 def _label_spots(tips: np.ndarray) -> list[tuple[float, float] | None]:
-    """Where to write the number of each arrow ``tips[k]`` (unit vectors), on the arrow's line: the last arrow
+    """Where to write the number of each arrow ``tips[k]`` (unit vectors), on the arrow's line: the last arrow's
     on the inner ring, then the others in order on the first ring that keeps ``_LABEL_GAP`` from the numbers
-    already placed, or nowhere (None) if neither does: arrows a small angle apart are told apart by their
-    shades, and the first and last carry their numbers."""
+    already placed, or nowhere (None) if neither does. So the last arrow is always numbered and the others,
+    the first included, where there is room; arrows a small angle apart are told apart by their shades."""
+    if len(tips) == 0:
+        return []
     spots: list[tuple[float, float] | None] = [None] * len(tips)
     placed: list[tuple[float, float]] = []
     for k in [len(tips) - 1, *range(len(tips) - 1)]:
