@@ -266,3 +266,22 @@ def test_toc_lists_every_chapter() -> None:
     listed = {p.resolve() for p in ch.toc_chapters(ROOT)}
     on_disk = {p.resolve() for p in (ROOT / "chapters").glob("*.ipynb")}
     assert listed == on_disk and len(listed) >= 10
+
+
+def test_stored_outputs_join_a_stream_cut_by_flushes() -> None:
+    """A cell's printing arrives in as many stream messages as the kernel flushed; the stored outputs keep one per
+    run of the same stream, so re-executing a chapter does not change its file by chance."""
+    ch = _load_tool(ROOT, "chapters")
+    out = nbformat.v4.new_output
+    cell = nbformat.v4.new_code_cell("print(...)", outputs=[
+        out("stream", name="stdout", text="additive mask, to 1e-12:"), out("stream", name="stdout", text=" True\n"),
+        out("stream", name="stderr", text="a warning\n"), out("stream", name="stdout", text="next\n"),
+        out("display_data", data={"text/plain": "x"}), out("stream", name="stdout", text="after\n"),
+        out("stream", name="stdout", text="and more\n")])
+    nb = nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("prose")])
+    ch.merge_streams(nb)
+    got = [(o.output_type, o.get("name"), o.get("text")) for o in nb.cells[0].outputs]
+    assert got == [("stream", "stdout", "additive mask, to 1e-12: True\n"), ("stream", "stderr", "a warning\n"),
+                   ("stream", "stdout", "next\n"), ("display_data", None, None),
+                   ("stream", "stdout", "after\nand more\n")]
+    assert "outputs" not in nb.cells[1]

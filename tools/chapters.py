@@ -378,6 +378,22 @@ def affected_chapters(paths: list[Path], changed: set[str], root: Path = ROOT) -
     return out
 
 
+def merge_streams(nb) -> None:
+    """Join each cell's consecutive outputs to the same stream into one, as Jupyter shows them: how a cell's
+    printing is cut into messages depends on when the kernel flushed, which a stored output must not."""
+    for cell in nb.cells:
+        merged = []
+        for out in cell.get("outputs", []):
+            prev = merged[-1] if merged else None
+            if (out.output_type == "stream" and prev is not None and prev.output_type == "stream"
+                    and prev.name == out.name):
+                prev.text += out.text
+            else:
+                merged.append(out)
+        if "outputs" in cell:
+            cell.outputs = merged
+
+
 def _execute_one(path_str: str, root_str: str, timeout: int, single_thread: bool) -> tuple[str, float, str]:
     import nbformat
     from nbclient import NotebookClient
@@ -395,6 +411,7 @@ def _execute_one(path_str: str, root_str: str, timeout: int, single_thread: bool
         client.execute()
     except Exception as exc:  # the notebook on disk is left unchanged
         return path_str, time.perf_counter() - t0, f"FAILED: {exc}"
+    merge_streams(nb)
     nb.metadata[METADATA_KEY] = {
         "inputs_digest": chapter_digest(nb, root, path.parent),
         "inputs": input_hashes(nb, root, path.parent),
