@@ -4,10 +4,10 @@ Checked: a cover (title, subtitle, version and date, no page number); a table of
 are the pages where its entries start; an outline (bookmarks) of parts > chapters > sections; every chapter
 starting a new page; every chapter title, numbered; no web-page UI text ("Hide code cell source", buttons);
 no raw TeX; the bibliography; no source line of a cell tagged hide-input (only its output is printed); no
-"-dirty" version on the cover; no page ending with an empty code frame; figures as vector graphics; and a
-sample of the glued numbers of every chapter, the same in the PDF as in the stored outputs the HTML renders
-(and in the built HTML itself when there is one: ``$BOOK_HTML``, else ``_build/strict/_build/html``, else
-``_build/html``).
+"-dirty" version on the cover; no page ending with an empty code frame, nor with a split code box's first line
+alone; figures as vector graphics; and a sample of the glued numbers of every chapter, the same in the PDF as in
+the stored outputs the HTML renders (and in the built HTML itself when there is one: ``$BOOK_HTML``, else
+``_build/strict/_build/html``, else ``_build/html``).
 
 Marked ``pdf``: the test command builds the PDF (``tools/build_pdf.py``, about four minutes) and then runs
 ``pytest -m pdf``; the library tests skip these. ``$BOOK_PDF`` names the file (default ``_build/pdf/book.pdf``).
@@ -310,6 +310,8 @@ def empty_frame_at_bottom(strip) -> bool:
     last = first = int(inked.max())
     while first > 0 and (a[first - 1] < 252).any():
         first -= 1
+    if first == 0:  # the band runs on above the strip: its text, if any, is there (a frame's bottom padding)
+        return False
     band = a[first:last + 1]
     # at 36 dpi an empty frame (its padding) is 7 rows or more; a box's bottom border or shadow, 1 to 3. A dark
     # column through the whole band is the frame's own left or right border, not text.
@@ -330,6 +332,11 @@ def test_empty_frame_detector() -> None:
     assert empty_frame_at_bottom(page)
     page[83:86, 20:120] = 30  # a line of code in it
     assert not empty_frame_at_bottom(page)
+    top = np.full((100, 300), 255, np.uint8)
+    top[0:8, 10:290] = 244  # the bottom of a frame whose lines end just above the strip
+    assert not empty_frame_at_bottom(top)
+    top[40:48, 10:290] = 244  # and an empty frame below it
+    assert empty_frame_at_bottom(top)
 
 
 def test_no_empty_code_frame_at_a_page_bottom(reader, tmp_path: Path) -> None:
@@ -346,3 +353,74 @@ def test_no_empty_code_frame_at_a_page_bottom(reader, tmp_path: Path) -> None:
     assert len(strips) == len(reader.pages)
     empty = [int(p.stem.split("-")[-1]) for p in strips if empty_frame_at_bottom(Image.open(p))]
     assert not empty, f"{len(empty)} pages end with an empty code or output frame (PDF pages {empty[:10]})"
+
+
+FRAME_GREY = 244  # a code or output frame's background (rgb(243, 244, 245)) in poppler's greyscale rendering
+
+
+def _runs(mask) -> list[tuple[int, int]]:
+    """The (first, last) indices of each run of True in ``mask``."""
+    runs, start = [], None
+    for i, on in enumerate(list(mask) + [False]):
+        if on and start is None:
+            start = i
+        elif not on and start is not None:
+            runs.append((start, i - 1))
+            start = None
+    return runs
+
+
+def page_ends(page) -> tuple[int | None, int | None]:
+    """``page``: a whole page (greyscale rows at 60 dpi, 0 black .. 255 white). The number of text lines in the
+    shaded frame that ends the page's text, and in the one that starts it; None where the text ends (or starts)
+    with something else. The page number, a short centred run at the bottom, is not text of the page."""
+    import numpy as np
+
+    a = np.asarray(page).astype(int)
+    bands = _runs((a < 252).any(axis=1))
+    if bands and (a[bands[-1][0]:bands[-1][1] + 1] < 200).any(axis=0).sum() < 0.1 * a.shape[1]:
+        bands = bands[:-1]  # the page number
+
+    def lines(band):
+        rows = a[band[0]:band[1] + 1]
+        if ((rows == FRAME_GREY).mean(axis=1) > 0.4).mean() <= 0.6:
+            return None  # not a frame: most of its rows are not mostly the frames' grey
+        dark = rows < 200
+        dark = dark[:, dark.mean(axis=0) < 0.8]  # without the frame's own left border
+        return len([r for r in _runs(dark.any(axis=1)) if r[1] - r[0] >= 2])
+
+    return (lines(bands[-1]), lines(bands[0])) if bands else (None, None)
+
+
+def test_page_ends_detector() -> None:
+    import numpy as np
+
+    page = np.full((400, 300), 255, np.uint8)
+    page[20:24, 20:250] = 40  # a paragraph's line
+    page[300:330, 10:290] = FRAME_GREY  # a frame at the bottom
+    page[305:310, 20:200] = 60  # with one line of code
+    page[380:385, 140:160] = 50  # the page number
+    assert page_ends(page) == (1, None)
+    page[318:323, 20:120] = 60  # a second line
+    assert page_ends(page) == (2, None)
+    page[0:15, 10:290] = FRAME_GREY  # a frame at the top, with one line
+    page[5:10, 20:150] = 60
+    assert page_ends(page) == (2, 1)
+
+
+def test_no_code_box_leaves_one_line_at_a_page_bottom(reader, tmp_path: Path) -> None:
+    """A code or output box that a page break splits keeps at least two lines of text on the page it starts on:
+    no page ends with a frame holding one line while the next page starts with a frame (its continuation). Every
+    page rendered at 60 dpi by poppler's pdftoppm."""
+    import subprocess
+
+    from PIL import Image
+
+    subprocess.run(["pdftoppm", "-r", "60", "-gray", str(PDF), str(tmp_path / "p")], check=True,
+                   capture_output=True)
+    ends = [page_ends(Image.open(p)) for p in sorted(tmp_path.glob("p-*.pgm"))]
+    assert len(ends) == len(reader.pages)
+    splits = [i for i in range(len(ends) - 1) if ends[i][0] is not None and ends[i + 1][1] is not None]
+    assert len(splits) >= 10, f"only {len(splits)} pages end in a code frame: is FRAME_GREY still the frames' grey?"
+    alone = [i + 1 for i in splits if ends[i][0] == 1]
+    assert not alone, f"{len(alone)} pages end with the first line of a code box alone (PDF pages {alone[:10]})"

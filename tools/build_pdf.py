@@ -99,13 +99,15 @@ pre .book-line { display: block; min-height: 1.35em; }
 /* No empty code frame at a page bottom. The theme's print styles forbid a code box to split: a long one then
    jumps to the next page and leaves its cell's frame empty at the bottom of this one. Here a long box splits
    between its lines; a box of up to 12 lines (with its cell's frame, when the cell holds no more) moves whole.
-   No other "avoid" rule: Chromium meets one by breaking earlier, and the box's frame then runs empty to the
-   page bottom. */
+   A long box keeps its first two and its last two lines of text together (book-keep, set by PREPARE_JS), so
+   that no page ends with its first line alone (6 pages did). No "avoid" rule on whole boxes or on the start of
+   a box: Chromium meets one by breaking earlier, and the box's frame then runs empty to the page bottom. */
 div.highlight pre, .cell_output pre, .output pre, div.highlight, div[class^="highlight-"], .cell_input, .cell_output
   { break-inside: auto !important; page-break-inside: auto !important; }
 div.highlight, div[class^="highlight-"], .cell_input, .cell_output { display: block !important; }
 div.highlight.book-short, div.cell_input.book-short, div.cell_output.book-short, div.output.book-short
   { break-inside: avoid !important; page-break-inside: avoid !important; }
+pre .book-line.book-keep { break-after: avoid; }
 /* Captions as dark as the text (the theme prints them pale grey) */
 figcaption, figcaption *, .caption, .caption-text, .caption-number, figure p.caption span {
   color: #111 !important; opacity: 1 !important; }
@@ -174,6 +176,13 @@ PREPARE_JS = r"""
     if (lines.length <= 12) {  // a short box moves to the next page whole
       [pre.closest('div.highlight'), pre.closest('.cell_output .output')]
         .forEach(box => { if (box) box.classList.add('book-short'); });
+    } else {  // a long one split by a page leaves at least two lines of text on each side of the break
+      const blocks = [...pre.children];
+      const texts = blocks.map((b, i) => i).filter(i => blocks[i].textContent.trim() !== '');
+      if (texts.length >= 4) {
+        blocks.slice(0, texts[1]).forEach(b => b.classList.add('book-keep'));
+        blocks.slice(texts[texts.length - 2], -1).forEach(b => b.classList.add('book-keep'));
+      }
     }
   });
   // and so does a cell's input or output frame with at most 12 lines in all
