@@ -20,6 +20,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import NamedTuple
 
 import pytest
 
@@ -310,7 +311,7 @@ def empty_frame_at_bottom(strip) -> bool:
     last = first = int(inked.max())
     while first > 0 and (a[first - 1] < 252).any():
         first -= 1
-    if first == 0:  # the band runs on above the strip: its text, if any, is there (a frame's bottom padding)
+    if first == 0 and last < 8:  # a frame's bottom padding cut by the strip's top edge: its text lies above
         return False
     band = a[first:last + 1]
     # at 36 dpi an empty frame (its padding) is 7 rows or more; a box's bottom border or shadow, 1 to 3. A dark
@@ -333,9 +334,12 @@ def test_empty_frame_detector() -> None:
     page[83:86, 20:120] = 30  # a line of code in it
     assert not empty_frame_at_bottom(page)
     top = np.full((100, 300), 255, np.uint8)
-    top[0:8, 10:290] = 244  # the bottom of a frame whose lines end just above the strip
+    top[0:6, 10:290] = 244  # the bottom padding of a frame whose lines end just above the strip
     assert not empty_frame_at_bottom(top)
-    top[40:48, 10:290] = 244  # and an empty frame below it
+    top[0:40, 10:290] = 244  # a long empty band from the strip's top edge down
+    assert empty_frame_at_bottom(top)
+    top[0:40] = 255
+    top[40:48, 10:290] = 244  # an empty frame lower down
     assert empty_frame_at_bottom(top)
 
 
@@ -370,10 +374,15 @@ def _runs(mask) -> list[tuple[int, int]]:
     return runs
 
 
-def page_ends(page) -> tuple[int | None, int | None]:
-    """``page``: a whole page (greyscale rows at 60 dpi, 0 black .. 255 white). The number of text lines in the
-    shaded frame that ends the page's text, and in the one that starts it; None where the text ends (or starts)
-    with something else. The page number, a short centred run at the bottom, is not text of the page."""
+class Frame(NamedTuple):
+    lines: int  # lines of text in the frame's part on this page
+    top_pad: int  # rows of frame above its first line: the frame's padding, or none where it goes on from a page
+
+
+def page_ends(page) -> tuple[Frame | None, Frame | None]:
+    """``page``: a whole page (greyscale rows at 60 dpi, 0 black .. 255 white). The shaded frame that ends the
+    page's text and the one that starts it, or None where the text ends (or starts) with something else. The
+    page number, a short centred run at the bottom, is not text of the page."""
     import numpy as np
 
     a = np.asarray(page).astype(int)
@@ -381,15 +390,16 @@ def page_ends(page) -> tuple[int | None, int | None]:
     if bands and (a[bands[-1][0]:bands[-1][1] + 1] < 200).any(axis=0).sum() < 0.1 * a.shape[1]:
         bands = bands[:-1]  # the page number
 
-    def lines(band):
+    def frame(band):
         rows = a[band[0]:band[1] + 1]
         if ((rows == FRAME_GREY).mean(axis=1) > 0.4).mean() <= 0.6:
             return None  # not a frame: most of its rows are not mostly the frames' grey
         dark = rows < 200
-        dark = dark[:, dark.mean(axis=0) < 0.8]  # without the frame's own left border
-        return len([r for r in _runs(dark.any(axis=1)) if r[1] - r[0] >= 2])
+        dark = dark[:, dark.mean(axis=0) < 0.8]  # without an input frame's dark left border
+        lines = [r for r in _runs(dark.any(axis=1)) if r[1] - r[0] >= 2]
+        return Frame(len(lines), lines[0][0] if lines else len(rows))
 
-    return (lines(bands[-1]), lines(bands[0])) if bands else (None, None)
+    return (frame(bands[-1]), frame(bands[0])) if bands else (None, None)
 
 
 def test_page_ends_detector() -> None:
@@ -398,20 +408,22 @@ def test_page_ends_detector() -> None:
     page = np.full((400, 300), 255, np.uint8)
     page[20:24, 20:250] = 40  # a paragraph's line
     page[300:330, 10:290] = FRAME_GREY  # a frame at the bottom
-    page[305:310, 20:200] = 60  # with one line of code
+    page[300:330, 10:12] = 90  # with an input cell's left border
+    page[310:315, 20:200] = 60  # and one line of code, below the frame's padding
     page[380:385, 140:160] = 50  # the page number
-    assert page_ends(page) == (1, None)
-    page[318:323, 20:120] = 60  # a second line
-    assert page_ends(page) == (2, None)
-    page[0:15, 10:290] = FRAME_GREY  # a frame at the top, with one line
-    page[5:10, 20:150] = 60
-    assert page_ends(page) == (2, 1)
+    assert page_ends(page) == (Frame(1, 10), None)
+    page[320:325, 20:120] = 60  # a second line
+    assert page_ends(page) == (Frame(2, 10), None)
+    page[0:15, 10:290] = FRAME_GREY  # a frame going on from the page before, with one line at its top
+    page[1:6, 20:150] = 60
+    assert page_ends(page) == (Frame(2, 10), Frame(1, 1))
 
 
 def test_no_code_box_leaves_one_line_at_a_page_bottom(reader, tmp_path: Path) -> None:
-    """A code or output box that a page break splits keeps at least two lines of text on the page it starts on:
-    no page ends with a frame holding one line while the next page starts with a frame (its continuation). Every
-    page rendered at 60 dpi by poppler's pdftoppm."""
+    """A code or output box that a page break splits keeps at least two lines of text on each side: where a page
+    starts with a frame that goes on from the page before (no padding above its first line), neither that part
+    nor the one ending the page before holds a single line. Every page rendered at 60 dpi by poppler's
+    pdftoppm."""
     import subprocess
 
     from PIL import Image
@@ -420,7 +432,8 @@ def test_no_code_box_leaves_one_line_at_a_page_bottom(reader, tmp_path: Path) ->
                    capture_output=True)
     ends = [page_ends(Image.open(p)) for p in sorted(tmp_path.glob("p-*.pgm"))]
     assert len(ends) == len(reader.pages)
-    splits = [i for i in range(len(ends) - 1) if ends[i][0] is not None and ends[i + 1][1] is not None]
-    assert len(splits) >= 10, f"only {len(splits)} pages end in a code frame: is FRAME_GREY still the frames' grey?"
-    alone = [i + 1 for i in splits if ends[i][0] == 1]
-    assert not alone, f"{len(alone)} pages end with the first line of a code box alone (PDF pages {alone[:10]})"
+    # a frame's own padding is 16 CSS px, 10 rows at 60 dpi; a part that goes on from a page has 0 to 2
+    splits = [i for i in range(len(ends) - 1) if ends[i][0] and ends[i + 1][1] and ends[i + 1][1].top_pad <= 4]
+    assert len(splits) >= 10, f"only {len(splits)} boxes split by a page: is FRAME_GREY still the frames' grey?"
+    alone = [i + 1 for i in splits if 1 in (ends[i][0].lines, ends[i + 1][1].lines)]
+    assert not alone, f"{len(alone)} page breaks leave one line of a box alone (after PDF pages {alone[:10]})"

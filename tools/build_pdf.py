@@ -100,14 +100,17 @@ pre .book-line { display: block; min-height: 1.35em; }
    jumps to the next page and leaves its cell's frame empty at the bottom of this one. Here a long box splits
    between its lines; a box of up to 12 lines (with its cell's frame, when the cell holds no more) moves whole.
    A long box keeps its first two and its last two lines of text together (book-keep, set by PREPARE_JS), so
-   that no page ends with its first line alone (6 pages did). No "avoid" rule on whole boxes or on the start of
-   a box: Chromium meets one by breaking earlier, and the box's frame then runs empty to the page bottom. */
+   that no page ends with its first line alone (6 pages did), and a paragraph that leads into a cell stays with
+   it (28 pages ended with such a lead-in, "In code:", its code on the next). No "avoid" rule on whole boxes or
+   on the start of a box: Chromium meets one by breaking earlier, and the box's frame then runs empty to the page
+   bottom. */
 div.highlight pre, .cell_output pre, .output pre, div.highlight, div[class^="highlight-"], .cell_input, .cell_output
   { break-inside: auto !important; page-break-inside: auto !important; }
 div.highlight, div[class^="highlight-"], .cell_input, .cell_output { display: block !important; }
 div.highlight.book-short, div.cell_input.book-short, div.cell_output.book-short, div.output.book-short
   { break-inside: avoid !important; page-break-inside: avoid !important; }
 pre .book-line.book-keep { break-after: avoid; }
+p:has(+ .cell) { break-after: avoid; }
 /* Captions as dark as the text (the theme prints them pale grey) */
 figcaption, figcaption *, .caption, .caption-text, .caption-number, figure p.caption span {
   color: #111 !important; opacity: 1 !important; }
