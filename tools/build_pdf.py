@@ -88,7 +88,7 @@ nav.book-contents li.level-0 { font-weight: 700; font-size: 12pt; margin-top: 0.
 nav.book-contents li.level-1 { font-weight: 600; margin-top: 0.35em; padding-left: 1.2em; }
 nav.book-contents li.level-2 { font-size: 9.5pt; padding-left: 3.2em; color: #333; }
 figure, .cell_output img, table, mjx-container[display="true"], .admonition-title { break-inside: avoid; }
-h1, h2, h3, h4 { break-after: avoid; }
+h1, h2, h3, h4 { break-after: avoid; break-inside: avoid; }
 figcaption, figcaption *, .caption, .caption-text { font-weight: 400 !important; }
 details { display: block; }
 details > summary { display: none !important; }
@@ -100,9 +100,10 @@ pre .book-line { display: block; min-height: 1.35em; }
    jumps to the next page and leaves its cell's frame empty at the bottom of this one. Here a long box splits
    between its lines; a box of up to 12 lines (with its cell's frame, when the cell holds no more) moves whole.
    A long box keeps its first two and its last two lines of text together (book-keep, set by PREPARE_JS), so
-   that no page ends with its first line alone (6 pages did), and a paragraph that leads into a cell stays with
-   it (28 pages ended with such a lead-in, "In code:", its code on the next). No "avoid" rule on whole boxes or
-   on the start of a box: Chromium meets one by breaking earlier, and the box's frame then runs empty to the page
+   that no page ends with its first line alone (6 pages did), and a paragraph ending in a colon that leads into a
+   cell ("In code:", book-lead) stays whole with it (28 pages ended with one, its code on the next page; kept
+   with any paragraph, Chromium carried single last lines over instead). No "avoid" rule on whole boxes or on the
+   start of a box: Chromium meets one by breaking earlier, and the box's frame then runs empty to the page
    bottom. */
 div.highlight pre, .cell_output pre, .output pre, div.highlight, div[class^="highlight-"], .cell_input, .cell_output
   { break-inside: auto !important; page-break-inside: auto !important; }
@@ -110,7 +111,7 @@ div.highlight, div[class^="highlight-"], .cell_input, .cell_output { display: bl
 div.highlight.book-short, div.cell_input.book-short, div.cell_output.book-short, div.output.book-short
   { break-inside: avoid !important; page-break-inside: avoid !important; }
 pre .book-line.book-keep { break-after: avoid; }
-p:has(+ .cell) { break-after: avoid; }
+p.book-lead { break-after: avoid; break-inside: avoid; }
 /* Captions as dark as the text (the theme prints them pale grey) */
 figcaption, figcaption *, .caption, .caption-text, .caption-number, figure p.caption span {
   color: #111 !important; opacity: 1 !important; }
@@ -187,6 +188,11 @@ PREPARE_JS = r"""
         blocks.slice(texts[texts.length - 2], -1).forEach(b => b.classList.add('book-keep'));
       }
     }
+  });
+  // A paragraph that leads into a cell ("In code:") stays whole on the page of the cell's start.
+  document.querySelectorAll('p').forEach(p => {
+    const next = p.nextElementSibling;
+    if (next && next.classList.contains('cell') && p.textContent.trim().endsWith(':')) p.classList.add('book-lead');
   });
   // and so does a cell's input or output frame with at most 12 lines in all
   document.querySelectorAll('.cell_input, .cell_output').forEach(frame => {
