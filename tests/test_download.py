@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.tools  # make check runs it only when a tool or the configuration changed
 sys.path.insert(0, str(ROOT / "tools"))
 from build_book import DOWNLOAD, DOWNLOAD_FOLDER, make_download  # noqa: E402
 

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.tools  # make check runs it only when a tool or the configuration changed
 ENV_FILE = ROOT / "tools" / "other_machine.env"
 
 PROBE = r"""

@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable
@@ -80,6 +81,7 @@ def _shown_values(tmp: Path) -> tuple[str, str]:
     return printed.group(1), glued.group(1)
 
 
+@pytest.mark.tools
 def test_lib_change_reexecutes_chapters(tmp_path: Path) -> None:
     _make_book(tmp_path)
     out = _build(tmp_path)

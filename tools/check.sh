@@ -2,7 +2,8 @@
 # The quick loop (`make check`, a few minutes): what catches most mistakes before the full `make test`.
 #
 #   lint, stale-outputs, prose-numbers, equations, reader-layer   as in make test (seconds)
-#   lib-tests      pytest over the library on every core (the browser and PDF tests excluded)
+#   lib-tests      pytest over the library on every core (the browser and PDF tests excluded, and the tools'
+#                  end-to-end tests unless a tool or the configuration changed)
 #   nbval          nbval, on this machine and on the simulated other one, of the chapters affected since BASE:
 #                  a chapter whose notebook changed, or one of whose inputs (tools/chapters.py deps) changed
 #
@@ -26,7 +27,19 @@ step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
 step reader-layer "$PY" tools/check_reader_layer.py
-step lib-tests "${LIB_TESTS[@]}"
+# The tools' end-to-end tests (marked "tools": a probe book built three times, the download run, the other machine's
+# settings) run only when a tool, the configuration, the requirements or those tests changed since BASE; make test
+# always runs them. A second -m replaces the first (pytest keeps the last).
+TOOL_PATHS=(tools _ext .ci Makefile _config.yml _toc.yml pyproject.toml requirements.txt requirements.lock
+            tests/conftest.py tests/test_stale_outputs.py tests/test_download.py tests/test_other_machine.py)
+tool_changes=$( (git diff --name-only "$BASE" -- "${TOOL_PATHS[@]}"; git ls-files --others --exclude-standard -- \
+  "${TOOL_PATHS[@]}") | head -n 1)
+if [ -n "$tool_changes" ]; then
+  step lib-tests "${LIB_TESTS[@]}"
+else
+  step "lib-tests (the tools' end-to-end tests left to make test: no tool changed since $BASE)" \
+    "${LIB_TESTS[@]}" -m "not browser and not pdf and not tools"
+fi
 mapfile -t affected < <("$PY" tools/chapters.py affected --since "$BASE")
 if [ "${#affected[@]}" -eq 0 ]; then
   summary+=("  SKIP  nbval (no chapter changed, or uses a file changed, since $BASE)")
