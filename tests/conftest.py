@@ -27,3 +27,9 @@ if os.environ.get("PYTEST_XDIST_WORKER"):
 
     torch.set_num_threads(1)
     threadpool_limits(1)
+
+
+def pytest_configure(config) -> None:
+    # registered here rather than in pyproject.toml, which every chapter's inputs digest covers
+    config.addinivalue_line("markers", "tools: an end-to-end test of the project's tools (make check runs these only "
+                                       "when a tool, the configuration or the requirements changed)")
