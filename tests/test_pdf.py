@@ -299,18 +299,28 @@ def test_figures_are_vector_graphics(reader) -> None:
                                        f"be SVG (at most {MAX_BITMAP_FIGURES} bitmaps)")
 
 
+def _runs(mask) -> list[tuple[int, int]]:
+    """The (first, last) indices of each run of True in ``mask``."""
+    runs, start = [], None
+    for i, on in enumerate(list(mask) + [False]):
+        if on and start is None:
+            start = i
+        elif not on and start is not None:
+            runs.append((start, i - 1))
+            start = None
+    return runs
+
+
 def empty_frame_at_bottom(strip) -> bool:
     """``strip``: a page's bottom strip (greyscale rows, 0 black .. 255 white). True when the last thing on the
     page is a shaded band (a code or output frame) with no text in it: a frame whose lines went to the next page."""
     import numpy as np
 
     a = np.asarray(strip).astype(int)
-    inked = np.where((a < 252).any(axis=1))[0]
-    if not len(inked):
+    bands = _runs((a < 252).any(axis=1))
+    if not bands:
         return False
-    last = first = int(inked.max())
-    while first > 0 and (a[first - 1] < 252).any():
-        first -= 1
+    first, last = bands[-1]
     if first == 0 and last < 8:  # a frame's bottom padding cut by the strip's top edge: its text lies above
         return False
     band = a[first:last + 1]
@@ -360,18 +370,6 @@ def test_no_empty_code_frame_at_a_page_bottom(reader, tmp_path: Path) -> None:
 
 
 FRAME_GREY = 244  # a code or output frame's background (rgb(243, 244, 245)) in poppler's greyscale rendering
-
-
-def _runs(mask) -> list[tuple[int, int]]:
-    """The (first, last) indices of each run of True in ``mask``."""
-    runs, start = [], None
-    for i, on in enumerate(list(mask) + [False]):
-        if on and start is None:
-            start = i
-        elif not on and start is not None:
-            runs.append((start, i - 1))
-            start = None
-    return runs
 
 
 class Frame(NamedTuple):
