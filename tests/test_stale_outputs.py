@@ -2,14 +2,14 @@
 
 1. After a change to ``lib/``, ``tools/build_book.py`` re-executes the chapters. Jupyter Book 1.x caches
    executed notebooks keyed on their code cells only, and Sphinx re-reads only pages whose source changed, so
-   without the build's hash of ``lib/`` the book would keep showing the numbers the old library computed. The
-   end-to-end test builds a throw-away book (one tiny chapter that prints and glues a constant from a
-   throw-away *copy* of ``lib``), changes that constant in the copy, rebuilds, and reads the new value in the
-   HTML; it also checks that the page typesets math from the built site (no CDN). The real repository is
-   never touched. It takes about 30-60 s.
-2. Every stored chapter records the digest of its inputs (``tools/chapters.py``); the digest covers every
-   file under ``lib/`` (not only Python), the lock file and the chapter's code, and ``stale_chapters`` names a
-   chapter whose digest differs.
+   without the build's digest of ``lib/`` the book would keep showing the numbers an older library computed. The
+   end-to-end test builds a throw-away book once (one tiny chapter that prints and glues a constant from a
+   throw-away *copy* of ``lib``), its execution cache seeded with that chapter's outputs under an older library
+   (a cache entry jupyter-cache matches to the chapter), and reads the current value in the HTML; it also checks
+   that the page typesets math from the built site (no CDN). The real repository is never touched.
+2. Every stored chapter records the digest of its inputs (``tools/chapters.py``): its code, the modules it
+   imports (their code, not their comments or docstrings), the files they name and the lock; ``stale_report``
+   names what changed.
 """
 
 from __future__ import annotations
@@ -81,29 +81,38 @@ def _shown_values(tmp: Path) -> tuple[str, str]:
     return printed.group(1), glued.group(1)
 
 
+def _seed_stale_cache(tmp: Path) -> None:
+    """The state an earlier build with another library leaves: Jupyter Book's execution cache holding the probe's
+    outputs as that library printed them (GB = 10**6), and the build's stamp of that library's digest."""
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    path = tmp / "chapters" / "probe.ipynb"
+    nb = nbformat.read(path, as_version=4)
+    record = "application/papermill.record/"
+    nb.cells[1].outputs = [
+        nbformat.v4.new_output("display_data", data={record + "text/plain": "1000000"},
+                               metadata={"scrapbook": {"mime_prefix": record, "name": "probe_gb"}}),
+        nbformat.v4.new_output("stream", name="stdout", text="PROBE GB=1000000\n")]
+    cache = get_cache(str(tmp / "_build" / ".jupyter_cache"))
+    cache.cache_notebook_bundle(CacheBundleIn(nb, str(path)), check_validity=False)
+    # jupyter-cache would serve these outputs: it matches the chapter (by its code cells) to the entry
+    assert cache.match_cache_notebook(nbformat.read(path, as_version=4)) is not None
+    (tmp / "_build" / ".inputs.sha256").write_text("the digest of an older lib/\n")
+
+
 @pytest.mark.tools
 def test_lib_change_reexecutes_chapters(tmp_path: Path) -> None:
     _make_book(tmp_path)
+    _seed_stale_cache(tmp_path)
     out = _build(tmp_path)
-    assert "executing every chapter" in out  # first build: no stamp yet
-    assert _shown_values(tmp_path) == ("1000000000", "1000000000")
+    assert "executing every chapter" in out
+    assert _shown_values(tmp_path) == ("1000000000", "1000000000"), "the page shows the older library's value"
     # math is typeset by MathJax served from the built site itself, never from a CDN
     html = (tmp_path / "_build" / "html" / "chapters" / "probe.html").read_text()
     scripts = re.findall(r'<script[^>]*src="([^"]*mathjax[^"]*)"', html, flags=re.I)
     assert scripts and all(not s.startswith(("http:", "https:", "//")) for s in scripts), scripts
     assert all((tmp_path / "_build" / "html" / "chapters" / s).resolve().is_file() for s in scripts), scripts
-
-    out = _build(tmp_path)  # nothing changed: the cached outputs are reused
-    assert "executing every chapter" not in out
-    assert _shown_values(tmp_path) == ("1000000000", "1000000000")
-
-    constants = tmp_path / "lib" / "constants.py"
-    text = constants.read_text()
-    assert "GB: Final = 10**9" in text, "lib/constants.py changed: update this test's probe"
-    constants.write_text(text.replace("GB: Final = 10**9", "GB: Final = 10**6"))
-    out = _build(tmp_path)
-    assert "executing every chapter" in out
-    assert _shown_values(tmp_path) == ("1000000", "1000000"), "the page still shows the old library's value"
 
 
 def test_clear_stale_outputs_only_on_change(tmp_path: Path) -> None:
@@ -119,6 +128,8 @@ def test_clear_stale_outputs_only_on_change(tmp_path: Path) -> None:
     (root / "requirements.txt").write_text("numpy>=2\n")
     d3 = bb.inputs_digest(root)
     assert len({d1, d2, d3}) == 3
+    (root / "lib" / "a.py").write_text('"""A module."""\n\nX = 2  # two\n')  # a docstring and a comment
+    assert bb.inputs_digest(root) == d3
 
     build = root / "_build"
     for d in (".jupyter_cache", ".doctrees", "jupyter_execute"):
@@ -159,9 +170,21 @@ def _digest_book(root: Path) -> Path:
 
 def _stamp(ch, path: Path, root: Path) -> None:
     nb = nbformat.read(path, as_version=4)
-    nb.metadata["book"] = {"inputs_digest": ch.chapter_digest(nb, root, path.parent),
+    nb.metadata["book"] = {"scheme": ch.SCHEME, "inputs_digest": ch.chapter_digest(nb, root, path.parent),
                            "inputs": ch.input_hashes(nb, root, path.parent)}
     nbformat.write(nb, path)
+
+
+def _stale(ch, paths: list[Path], root: Path) -> dict[str, list[str]]:
+    """``{chapter: what made it stale}`` as ``tools/chapters.py check`` reports it."""
+    return {p.relative_to(root).as_posix(): why for p, why in ch.stale_report(paths, root).items()}
+
+
+def _edit(file: Path, old: str, new: str) -> str:
+    before = file.read_text()
+    assert old in before, (file, old)
+    file.write_text(before.replace(old, new))
+    return before
 
 
 def test_chapter_digest_covers_what_the_chapter_uses(tmp_path: Path) -> None:
@@ -169,9 +192,9 @@ def test_chapter_digest_covers_what_the_chapter_uses(tmp_path: Path) -> None:
     or the code; fresh after an edit to prose or to a module it does not import."""
     ch = _load_tool(ROOT, "chapters")
     path = _digest_book(tmp_path)
-    assert ch.stale_chapters([path], tmp_path) == ["chapters/a.ipynb: no inputs digest stored"]
+    assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["<no digest>"]}
     _stamp(ch, path, tmp_path)
-    assert ch.stale_chapters([path], tmp_path) == []
+    assert _stale(ch, [path], tmp_path) == {}
     inputs = {p.relative_to(tmp_path).as_posix() for p in ch.chapter_inputs(nbformat.read(path, as_version=4),
                                                                             tmp_path, path.parent)}
     assert inputs == {"lib/__init__.py", "lib/a.py", "lib/b.py", "lib/web/planner.js",
@@ -180,23 +203,110 @@ def test_chapter_digest_covers_what_the_chapter_uses(tmp_path: Path) -> None:
     nb = nbformat.read(path, as_version=4)
     nb.cells[0].source = "# A, reworded"  # prose does not change outputs
     nbformat.write(nb, path)
-    assert ch.stale_chapters([path], tmp_path) == []
+    assert _stale(ch, [path], tmp_path) == {}
     (tmp_path / "lib" / "c.py").write_text("Z = 2\n")  # not imported: still fresh
-    assert ch.stale_chapters([path], tmp_path) == []
+    assert _stale(ch, [path], tmp_path) == {}
 
-    for rel, text in [("lib/web/planner.js", "const x = 2;\n"), ("lib/a.py", None), ("lib/b.py", "Y = 2\n"),
-                      ("tests/fixtures/m.json", "[]\n"), ("requirements.lock", "numpy==2.0.1\n")]:
-        file = tmp_path / rel
-        before = file.read_text()
-        file.write_text(text if text is not None else before + "# edited\n")
-        assert ch.stale_chapters([path], tmp_path) == [
-            f"chapters/a.ipynb: changed since its outputs were stored: {rel}"], rel
-        file.write_text(before)
-        assert ch.stale_chapters([path], tmp_path) == [], rel
+    for rel, old, new in [("lib/web/planner.js", "x = 1", "x = 2"), ("lib/a.py", "return Y", "return Y + 1"),
+                          ("lib/b.py", "Y = 1", "Y = 2"), ("tests/fixtures/m.json", "{}", "[]"),
+                          ("requirements.lock", "2.0.0", "2.0.1")]:
+        before = _edit(tmp_path / rel, old, new)
+        assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": [rel]}, rel
+        (tmp_path / rel).write_text(before)
+        assert _stale(ch, [path], tmp_path) == {}, rel
 
     nb.cells[1].source += "\nprint(2)"  # a code change must re-execute (nbval does not compare figures)
     nbformat.write(nb, path)
-    assert ch.stale_chapters([path], tmp_path) == ["chapters/a.ipynb: changed since its outputs were stored: <code>"]
+    assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["<code>"]}
+
+
+def test_a_comment_is_not_a_change(tmp_path: Path) -> None:
+    """A comment, a docstring, blank lines or another line wrapping in an imported module, or a comment in a code
+    cell, leave the chapter fresh; the smallest change of code in either restales it."""
+    ch = _load_tool(ROOT, "chapters")
+    path = _digest_book(tmp_path)
+    b = tmp_path / "lib" / "b.py"
+    b.write_text('"""Module b."""\n\n\ndef f(x):\n    """Twice x."""\n    return 2 * x\n\n\nY = f(1)\n')
+    _stamp(ch, path, tmp_path)
+    for old, new in [("Y = f(1)", "Y = f(1)  # the answer"), ('"""Module b."""', '"""Module b, reworded."""'),
+                     ('"""Twice x."""', '"""x, doubled."""\n    # a comment'), ("\n\n\nY", "\nY"),
+                     ("return 2 * x", "return (\n        2 * x\n    )"), ('"""Twice x."""\n    ', "")]:
+        before = _edit(b, old, new)
+        assert _stale(ch, [path], tmp_path) == {}, new
+        b.write_text(before)
+    for old, new in [("Y = f(1)", "Y = f(2)"), ("2 * x", "x * 2")]:
+        before = _edit(b, old, new)
+        assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["lib/b.py"]}, new
+        b.write_text(before)
+    # a lone docstring-like string in a module's function body that is not the first statement is code
+    before = _edit(b, "return 2 * x", "'not a docstring'\n    return 2 * x")
+    assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["lib/b.py"]}
+    b.write_text(before)
+
+    nb = nbformat.read(path, as_version=4)
+    code = nb.cells[1].source
+    nb.cells[1].source = "# a comment in the cell\n" + code.replace("\n", "  # and one more\n", 1)
+    nbformat.write(nb, path)
+    assert _stale(ch, [path], tmp_path) == {}
+    nb.cells[1].source = code + "\n'a result'"  # a cell's lone string is its result, not a docstring
+    nbformat.write(nb, path)
+    assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["<code>"]}
+
+
+def test_text_that_code_reads_is_an_input(tmp_path: Path) -> None:
+    """A module that reads its own docstring (argparse's description) is digested with its docstrings and
+    comments; a chapter whose cells read documentation or source digests its modules' whole text."""
+    ch = _load_tool(ROOT, "chapters")
+    path = _digest_book(tmp_path)
+    b = tmp_path / "lib" / "b.py"
+    b.write_text('"""Module b: its help."""\n\nY = 1\nHELP = __doc__\n')
+    _stamp(ch, path, tmp_path)
+    before = _edit(b, "its help", "its new help")
+    assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["lib/b.py"]}
+    b.write_text(before)
+
+    b.write_text("Y = 1\n")
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import inspect\nprint(inspect.getsource(lib.a))"))
+    nbformat.write(nb, path)
+    _stamp(ch, path, tmp_path)
+    _edit(tmp_path / "lib" / "a.py", "return Y", "return Y  # shown by getsource")
+    assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["lib/a.py"]}
+
+
+def test_a_digest_of_an_older_scheme_is_named(tmp_path: Path, capsys) -> None:
+    """A digest stored by another scheme (the whole text of every file, before comments stopped counting) makes
+    the chapter stale, and ``check`` says why."""
+    ch = _load_tool(ROOT, "chapters")
+    path = _digest_book(tmp_path)
+    _stamp(ch, path, tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    del nb.metadata["book"]["scheme"]
+    nbformat.write(nb, path)
+    assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["<digest scheme>"]}
+    ch.ROOT = tmp_path
+    assert ch.main(["check", str(path)]) == 1
+    assert "stored by an older digest scheme: a" in capsys.readouterr().err
+
+
+def test_affected_leaves_out_a_comment_edit(tmp_path: Path) -> None:
+    """``affected --since REV`` (which chapters make check runs under nbval) does not count an edit to a
+    module's comments, and counts one to its code."""
+    ch = _load_tool(ROOT, "chapters")
+    path = _digest_book(tmp_path)
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "probe")
+    _edit(tmp_path / "lib" / "b.py", "Y = 1", "Y = 1  # one")
+    assert ch.changed_files("HEAD", tmp_path) == set()
+    assert ch.affected_chapters([path], ch.changed_files("HEAD", tmp_path), tmp_path) == []
+    _edit(tmp_path / "lib" / "b.py", "Y = 1", "Y = 3")
+    assert ch.affected_chapters([path], ch.changed_files("HEAD", tmp_path), tmp_path) == [path]
 
 
 def test_local_package_change_reexecutes_only_its_importer(tmp_path: Path) -> None:
@@ -216,13 +326,12 @@ def test_local_package_change_reexecutes_only_its_importer(tmp_path: Path) -> No
     nbformat.write(nb_b, importer)
     for p in (path, importer):
         _stamp(ch, p, tmp_path)
-    assert ch.stale_chapters([path, importer], tmp_path) == []
+    assert _stale(ch, [path, importer], tmp_path) == {}
     (pkg / "one.py").write_text("X = 2\n")
-    assert ch.stale_chapters([path, importer], tmp_path) == [
-        "chapters/b.ipynb: changed since its outputs were stored: chapters/helpers/one.py"]
+    assert _stale(ch, [path, importer], tmp_path) == {"chapters/b.ipynb": ["chapters/helpers/one.py"]}
     (pkg / "__pycache__").mkdir()
     (pkg / "__pycache__" / "x.pyc").write_bytes(b"\0")
-    assert ch.stale_chapters([importer], tmp_path)[0].endswith("chapters/helpers/one.py")
+    assert _stale(ch, [importer], tmp_path) == {"chapters/b.ipynb": ["chapters/helpers/one.py"]}
 
 
 def test_pycache_does_not_change_the_digest(tmp_path: Path) -> None:
@@ -233,7 +342,7 @@ def test_pycache_does_not_change_the_digest(tmp_path: Path) -> None:
     (tmp_path / "lib" / "__pycache__").mkdir()
     (tmp_path / "lib" / "__pycache__" / "a.cpython-311.pyc").write_bytes(b"\0")
     assert ch.inputs_digest(tmp_path) == d1
-    assert ch.stale_chapters([path], tmp_path) == []
+    assert _stale(ch, [path], tmp_path) == {}
 
 
 def _real_inputs() -> dict[str, set[str]]:
@@ -270,20 +379,22 @@ def test_toc_lists_every_chapter() -> None:
     assert listed == on_disk and len(listed) >= 10
 
 
-def test_stored_outputs_join_a_stream_cut_by_flushes() -> None:
-    """A cell's printing arrives in as many stream messages as the kernel flushed; the stored outputs keep one per
-    run of the same stream, so re-executing a chapter does not change its file by chance."""
+@pytest.mark.tools
+def test_execute_stores_one_stream_and_a_current_digest(tmp_path: Path, monkeypatch) -> None:
+    """``tools/chapters.py execute`` on a chapter whose cell prints in pieces (flushed apart, so several stream
+    messages): the stored output holds each stream once, as nbval and the book show it (nbclient's
+    ``coalesce_streams``), and the stored digest is current."""
     ch = _load_tool(ROOT, "chapters")
-    out = nbformat.v4.new_output
-    cell = nbformat.v4.new_code_cell("print(...)", outputs=[
-        out("stream", name="stdout", text="additive mask, to 1e-12:"), out("stream", name="stdout", text=" True\n"),
-        out("stream", name="stderr", text="a warning\n"), out("stream", name="stdout", text="next\n"),
-        out("display_data", data={"text/plain": "x"}), out("stream", name="stdout", text="after\n"),
-        out("stream", name="stdout", text="and more\n")])
-    nb = nbformat.v4.new_notebook(cells=[cell, nbformat.v4.new_markdown_cell("prose")])
-    ch.merge_streams(nb)
-    got = [(o.output_type, o.get("name"), o.get("text")) for o in nb.cells[0].outputs]
-    assert got == [("stream", "stdout", "additive mask, to 1e-12: True\n"), ("stream", "stderr", "a warning\n"),
-                   ("stream", "stdout", "next\n"), ("display_data", None, None),
-                   ("stream", "stdout", "after\nand more\n")]
-    assert "outputs" not in nb.cells[1]
+    path = _digest_book(tmp_path)
+    nb = nbformat.read(path, as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell(
+        "import sys, time\nprint('additive mask:', end='', flush=True)\ntime.sleep(0.2)\nprint(' exact')\n"
+        "print('a warning', file=sys.stderr, flush=True)\ntime.sleep(0.2)\nprint('next')"))
+    nbformat.write(nb, path)
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))  # the kernel imports the throw-away lib
+    assert ch.execute([path], tmp_path) == 0
+    nb = nbformat.read(path, as_version=4)
+    got = [(o.output_type, o.get("name"), o.get("text")) for o in nb.cells[-1].outputs]
+    assert got == [("stream", "stdout", "additive mask: exact\nnext\n"), ("stream", "stderr", "a warning\n")]
+    assert nb.metadata["book"]["scheme"] == ch.SCHEME
+    assert _stale(ch, [path], tmp_path) == {}

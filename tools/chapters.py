@@ -16,6 +16,16 @@ metadata (``metadata.book``) a SHA-256 of those inputs (``inputs_digest``) and, 
 - the locked requirements (``requirements.lock``, ``requirements.txt``, ``pyproject.toml``).
 
 An edit elsewhere leaves the chapter fresh: a change to a planner module restales the planner chapters only.
+A Python input (a module, a code cell) is digested as what can change an output: its syntax tree, without
+comments, formatting and line numbers, and a module's without its docstrings (``code_key``). Rewording a comment
+or a docstring restales nothing (and ``affected`` does not count it). No stored output shows a module's text:
+the chapters show library code with ``{literalinclude}``, which the book build reads from the file itself. Where
+code reads text at run time, the text counts: a module that names its own ``__doc__`` or uses ``help``,
+``inspect.getdoc``/``getsource``/``getcomments`` or ``pydoc`` is digested whole, and so is every Python input
+of a chapter whose cells do (or read an ``x.__doc__``, or ask IPython with ``x?``). Line numbers, which only a
+traceback or a warning prints, are not digested: no stored output holds either (nbval would catch a change).
+The scheme is stored beside the digest; ``check`` calls a digest stored by another scheme "stored by an older
+digest scheme".
 
 Usage::
 
@@ -37,6 +47,7 @@ import ast
 import hashlib
 import os
 import re
+import subprocess
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -45,6 +56,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 LOCK_FILES = ("requirements.lock", "requirements.txt", "pyproject.toml")
 METADATA_KEY = "book"
+SCHEME = "code-without-comments-1"  # how inputs are digested (stored with the digest; see the module docstring)
 PACKAGES = ("lib",)  # the project's importable packages, at the repository root
 SKIP_PARTS = {"__pycache__", ".git", ".venv", "_build", ".ipynb_checkpoints"}
 MODULE_STRING_RE = re.compile(r"(?:^|\s)(lib(?:\.[A-Za-z_]\w*)+)\b")
@@ -60,16 +72,87 @@ def _lib_files(root: Path) -> list[Path]:
 
 
 def inputs_digest(root: Path = ROOT) -> str:
-    """SHA-256 over every file of ``lib/`` and the requirements: what the book build (``tools/build_book.py``)
-    compares to decide that Jupyter Book's execution cache may be reused."""
+    """SHA-256 over every file of ``lib/`` (a module by its code, ``code_key``) and the requirements: what the
+    book build (``tools/build_book.py``) compares to decide that Jupyter Book's execution cache may be reused."""
     files = _lib_files(root) + [root / name for name in LOCK_FILES if (root / name).exists()]
     h = hashlib.sha256()
     for p in files:
-        h.update(p.relative_to(root).as_posix().encode())
-        h.update(b"\0")
-        h.update(p.read_bytes())
-        h.update(b"\0")
+        h.update(f"{p.relative_to(root).as_posix()}\0{_file_hash(p)}\0".encode())
     return h.hexdigest()
+
+
+# ---------------------------------------------------------------------------------------------------------
+# What can change an output: a Python file's code, not its comments
+
+READS_TEXT = {"help", "getdoc", "getsource", "getsourcelines", "getcomments", "pydoc"}
+
+
+def _key(node: object, docstrings: bool) -> str:
+    """A syntax tree as text: node names and their fields, no positions. A field left empty (``None``, ``[]``)
+    is left out, so the text is the same under Python versions that add a field (3.12's ``type_params``)."""
+    if isinstance(node, list):
+        return "[" + ",".join(_key(n, docstrings) for n in node) + "]"
+    if not isinstance(node, ast.AST):
+        return repr(node)
+    fields = []
+    for name in node._fields:
+        value = getattr(node, name, None)
+        if (not docstrings and name == "body" and isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                                                    ast.AsyncFunctionDef))
+                and ast.get_docstring(node, clean=False) is not None):
+            value = value[1:]
+        if value is not None and value != []:
+            fields.append(f"{name}={_key(value, docstrings)}")
+    return f"{type(node).__name__}({','.join(fields)})"
+
+
+def code_key(text: str, docstrings: bool = False) -> str:
+    """What of Python source ``text`` can change an output: its syntax tree, without comments, formatting and
+    line numbers, and without docstrings unless ``docstrings``. IPython's ``%``/``!`` lines are kept as written;
+    text that does not parse is its own key."""
+    magics = [ln for ln in text.splitlines() if ln.lstrip().startswith(("%", "!"))]
+    try:
+        tree = ast.parse("\n".join("" if ln in magics else ln for ln in text.splitlines()))
+    except (SyntaxError, ValueError):
+        return text
+    return "\n".join(magics + [_key(tree, docstrings)])
+
+
+def reads_text(tree: ast.AST, doc_attribute: bool = False) -> bool:
+    """Whether code reads docstrings or source at run time: names its own ``__doc__``, or ``help``,
+    ``getdoc``/``getsource``/``getsourcelines``/``getcomments`` or ``pydoc`` (a call, an attribute or an
+    import); with ``doc_attribute`` also any ``x.__doc__`` (a chapter's cells; a module that copies a caller's
+    docstring onto a wrapper shows none of its own)."""
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Name) and node.id in READS_TEXT | {"__doc__"}
+                or isinstance(node, ast.Attribute) and (node.attr in READS_TEXT
+                                                        or doc_attribute and node.attr == "__doc__")
+                or isinstance(node, ast.alias) and node.name.split(".")[0] in READS_TEXT
+                or isinstance(node, ast.ImportFrom) and node.module == "pydoc"):
+            return True
+    return False
+
+
+_KEYS: dict[str, str] = {}
+
+
+def python_key(text: str) -> str:
+    """A module's digest text: its ``code_key``, or its whole text when it reads text itself (``reads_text``)
+    or does not parse."""
+    if text not in _KEYS:
+        try:
+            own = reads_text(ast.parse(text))
+        except (SyntaxError, ValueError):
+            own = True
+        _KEYS[text] = text if own else code_key(text)
+    return _KEYS[text]
+
+
+def _file_hash(p: Path, whole: bool = False) -> str:
+    """Short SHA-256 of an input file: a Python module's ``python_key`` (its whole text when ``whole``), any
+    other file's bytes."""
+    data = p.read_bytes() if p.suffix != ".py" else (p.read_text() if whole else python_key(p.read_text())).encode()
+    return hashlib.sha256(data).hexdigest()[:16]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -170,6 +253,7 @@ class _Deps:
         self.root = root.resolve()
         self.chapter_dir = chapter_dir.resolve()
         self.files: set[Path] = set()
+        self.cells_read_text = False  # a code cell reads docstrings or source (then every text counts)
         self._seen_modules: set[Path] = set()
 
     def _add_module(self, dotted: str, search: list[Path]) -> None:
@@ -214,8 +298,10 @@ class _Deps:
         lines = [("" if ln.lstrip().startswith(("%", "!")) else ln) for ln in source.splitlines()]
         try:
             tree = ast.parse("\n".join(lines))
-        except SyntaxError:
+        except SyntaxError:  # IPython's help, ``obj?``, among other things
+            self.cells_read_text |= any(ln.rstrip().endswith("?") for ln in lines)
             return
+        self.cells_read_text |= reads_text(tree, doc_attribute=True)
         self._apply(self._actions(tree, module_dir=self.chapter_dir, package=""))
 
     def _apply(self, actions: list[tuple[str, object]]) -> None:
@@ -262,35 +348,36 @@ class _Deps:
         return out
 
 
-def chapter_inputs(nb, root: Path = ROOT, chapter_dir: Path | None = None) -> list[Path]:
-    """Every file a chapter's outputs depend on besides its own code cells, sorted."""
-    root = root.resolve()
-    chapter_dir = (chapter_dir or root / "chapters").resolve()
-    deps = _Deps(root, chapter_dir)
+def _scan(nb, root: Path, chapter_dir: Path | None) -> _Deps:
+    deps = _Deps(root.resolve(), (chapter_dir or root / "chapters").resolve())
     for cell in nb.cells:
         if cell.cell_type == "code":
             deps.scan_code(cell.source)
-    files = deps.files | {root / name for name in LOCK_FILES if (root / name).exists()}
-    return sorted(files)
+    deps.files |= {deps.root / name for name in LOCK_FILES if (deps.root / name).exists()}
+    return deps
+
+
+def chapter_inputs(nb, root: Path = ROOT, chapter_dir: Path | None = None) -> list[Path]:
+    """Every file a chapter's outputs depend on besides its own code cells, sorted."""
+    return sorted(_scan(nb, root, chapter_dir).files)
 
 
 def _rel(p: Path, root: Path) -> str:
     return p.relative_to(root).as_posix()
 
 
-def _file_hash(p: Path) -> str:
-    return hashlib.sha256(p.read_bytes()).hexdigest()[:16]
-
-
 def input_hashes(nb, root: Path = ROOT, chapter_dir: Path | None = None) -> dict[str, str]:
-    """``{relative path: short SHA-256}`` of every input file of a chapter (the code cells under ``<code>``)."""
+    """``{relative path: short SHA-256}`` of every input file of a chapter (``_file_hash``), and of its code
+    cells under ``<code>`` (each cell's ``code_key``, docstrings kept: a cell's lone string is its result)."""
     root = root.resolve()
-    out = {_rel(p, root): _file_hash(p) for p in chapter_inputs(nb, root, chapter_dir)}
+    deps = _scan(nb, root, chapter_dir)
+    whole = deps.cells_read_text
+    out = {_rel(p, root): _file_hash(p, whole) for p in sorted(deps.files)}
     h = hashlib.sha256()
     for cell in nb.cells:
         if cell.cell_type == "code":
             h.update(b"\0code\0")
-            h.update(cell.source.encode())
+            h.update((cell.source if whole else code_key(cell.source, docstrings=True)).encode())
     out["<code>"] = h.hexdigest()[:16]
     return out
 
@@ -329,39 +416,33 @@ def stale_report(paths: list[Path], root: Path = ROOT) -> dict[Path, list[str]]:
         if stored is None:
             out[path] = ["<no digest>"]
             continue
-        if stored == chapter_digest(nb, root, path.parent):
-            continue
-        if "inputs" not in meta:  # stored by the older scheme (one digest over all of lib/)
+        if meta.get("scheme") != SCHEME:  # stored by an older scheme (the whole text of every file)
             out[path] = ["<digest scheme>"]
+            continue
+        if stored == chapter_digest(nb, root, path.parent):
             continue
         why = _why_stale(meta["inputs"], input_hashes(nb, root, path.parent))
         out[path] = why or ["<digest scheme>"]
     return out
 
 
-def stale_chapters(paths: list[Path], root: Path = ROOT) -> list[str]:
-    """One line for each stale chapter, naming what changed."""
-    lines = []
-    for path, why in stale_report(paths, root).items():
-        rel = path.relative_to(root) if path.is_relative_to(root) else path
-        if why == ["<no digest>"]:
-            lines.append(f"{rel}: no inputs digest stored")
-        else:
-            lines.append(f"{rel}: changed since its outputs were stored: {', '.join(why)}")
-    return lines
-
-
 def changed_files(base: str, root: Path = ROOT) -> set[str]:
-    """Files that differ between git revision ``base`` and the working tree, untracked files included."""
-    import subprocess
+    """Files that differ between git revision ``base`` and the working tree, untracked files included; a Python
+    file whose code is unchanged (``code_key``: a comment or a docstring edited) does not count."""
 
-    def git(*args: str) -> list[str]:
-        proc = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+    def git(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+
+    listed = [git("diff", "--name-only", base), git("ls-files", "--others", "--exclude-standard")]
+    for proc in listed:
         if proc.returncode != 0:
-            raise SystemExit(f"chapters.py: git {' '.join(args)} failed: {proc.stderr.strip()}")
-        return [ln for ln in proc.stdout.splitlines() if ln]
-
-    return set(git("diff", "--name-only", base)) | set(git("ls-files", "--others", "--exclude-standard"))
+            raise SystemExit(f"chapters.py: git failed: {proc.stderr.strip()}")
+    changed = {ln for proc in listed for ln in proc.stdout.splitlines() if ln}
+    for name in [n for n in changed if n.endswith(".py") and (root / n).is_file()]:
+        before = git("show", f"{base}:{name}")
+        if before.returncode == 0 and python_key(before.stdout) == python_key((root / name).read_text()):
+            changed.discard(name)
+    return changed
 
 
 def affected_chapters(paths: list[Path], changed: set[str], root: Path = ROOT) -> list[Path]:
@@ -378,22 +459,6 @@ def affected_chapters(paths: list[Path], changed: set[str], root: Path = ROOT) -
     return out
 
 
-def merge_streams(nb) -> None:
-    """Join each cell's consecutive outputs to the same stream into one, as Jupyter shows them: how a cell's
-    printing is cut into messages depends on when the kernel flushed, which a stored output must not."""
-    for cell in nb.cells:
-        merged = []
-        for out in cell.get("outputs", []):
-            prev = merged[-1] if merged else None
-            if (out.output_type == "stream" and prev is not None and prev.output_type == "stream"
-                    and prev.name == out.name):
-                prev.text += out.text
-            else:
-                merged.append(out)
-        if "outputs" in cell:
-            cell.outputs = merged
-
-
 def _execute_one(path_str: str, root_str: str, timeout: int, single_thread: bool) -> tuple[str, float, str]:
     import nbformat
     from nbclient import NotebookClient
@@ -405,14 +470,16 @@ def _execute_one(path_str: str, root_str: str, timeout: int, single_thread: bool
             os.environ[var] = "1"
     t0 = time.perf_counter()
     nb = nbformat.read(path, as_version=4)
-    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False,
+    # coalesce_streams: each stream of a cell stored as one output, as nbval and the book show it (how a
+    # cell's printing is cut into messages depends on when the kernel flushed)
+    client = NotebookClient(nb, timeout=timeout, kernel_name="python3", record_timing=False, coalesce_streams=True,
                             resources={"metadata": {"path": str(path.parent)}})
     try:
         client.execute()
     except Exception as exc:  # the notebook on disk is left unchanged
         return path_str, time.perf_counter() - t0, f"FAILED: {exc}"
-    merge_streams(nb)
     nb.metadata[METADATA_KEY] = {
+        "scheme": SCHEME,
         "inputs_digest": chapter_digest(nb, root, path.parent),
         "inputs": input_hashes(nb, root, path.parent),
     }
