@@ -5,6 +5,10 @@
 - :func:`computation_graph` -- the same head as a computational graph, each node with its forward value and
   the gradient of the loss. The backward chapter shows it for its worked example
   (:func:`computation_graph_figure`: in a narrow figure of its own).
+- :func:`softmax_paths` -- one row of logits through the softmax twice, as written and shifted by its maximum,
+  with the numbers each step produces (the softmax chapter's opening picture).
+- :func:`scaling_variance` -- why the logit's spread grows like √d_k: ``d_k`` products of variance one summed
+  into ``q · k`` of variance ``d_k``, and the division that brings it back to one (the scaling chapter's).
 
 A diagram is a function of an ``Axes`` (so a chapter can place it) that returns the stages it drew, top to
 bottom, so a chapter can check that the picture and the equations name the same steps.
@@ -26,6 +30,10 @@ __all__ = [
     "attention_dataflow_figure",
     "computation_graph",
     "computation_graph_figure",
+    "scaling_variance",
+    "scaling_variance_figure",
+    "softmax_paths",
+    "softmax_paths_figure",
 ]
 
 
@@ -188,4 +196,106 @@ def computation_graph_figure(values: dict[str, tuple[Any, Any]]):
     fig, ax = plt.subplots(figsize=GRAPH_SIZE, layout="none")
     fig.subplots_adjust(0, 0, 1, 1)
     drawn = computation_graph(ax, values)
+    return fig, drawn
+
+
+_BLUE_TINT, _GREEN_TINT, _RED_TINT = "#DCEBF7", "#D9F0E6", "#FADBCB"  # tints of the palette's blue, green, vermilion
+
+
+def _vector_text(v: Any) -> str:
+    """A short vector as the diagrams print it: finite entries to three decimals (integers as integers)."""
+    import numpy as np
+
+    def one(x: float) -> str:
+        if not np.isfinite(x):
+            return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+        return f"{x:.0f}" if float(x).is_integer() else f"{x:.3f}"
+
+    return "[" + ", ".join(one(float(x)) for x in np.ravel(v)) + "]"
+
+
+def softmax_paths(ax: Any, x: Any) -> tuple[str, ...]:
+    """Draw one row of logits ``x`` through the softmax twice, top to bottom, on ``ax``: on the left as written
+    (``exp``, then divide by the sum), on the right shifted by the row's maximum first; each box gives the
+    step and the vector it produces, computed here in float64. A result that is not finite is drawn on a
+    vermilion tint, a finite one on green. Returns the steps drawn: ``("x", "exp", "divide", "shift",
+    "exp_shifted", "divide_shifted")``.
+    """
+    import numpy as np
+
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        e = np.exp(x)
+        naive = e / e.sum()
+    z = x - x.max()
+    ez = np.exp(z)
+    stable = ez / ez.sum()
+    h, w, step = 1.05, 4.3, 1.5
+    ax.set_xlim(0, 10)
+    top = 1.0 + 3 * step + 0.8
+    ax.set_ylim(0.35, top + 0.65)
+    ax.set_axis_off()
+    _box(ax, 5.0, top, 7.0, h, "logits $x$", _vector_text(x), color=_BLUE_TINT, size=13)
+    cols = {2.45: ("as written", [("exp", r"$e^{x_j}$", e), ("divide", "divide by the sum", naive)]),
+            7.55: ("shifted first", [("shift", r"$z = x - \max(x)$", z), ("exp_shifted", r"$e^{z_j}$", ez),
+                                     ("divide_shifted", "divide by the sum", stable)])}
+    drawn = ["x"]
+    for cx, (title, boxes) in cols.items():
+        ys = [top - 0.45 - step * (i + 1 + 3 - len(boxes)) for i in range(len(boxes))]  # last boxes level
+        _arrow(ax, (cx, top - h / 2), (cx, ys[0] + h / 2))
+        ax.text(cx, top - h / 2 - 0.42, title, ha="center", va="center", fontsize=12, fontweight="bold",
+                bbox=dict(fc="white", ec="none", pad=1.5))
+        for (key, label, value), y in zip(boxes, ys, strict=True):
+            finite = bool(np.isfinite(value).all())
+            color = _RED_TINT if not finite else (_GREEN_TINT if key.startswith("divide") else "white")
+            _box(ax, cx, y, w, h, label, _vector_text(value), color=color, size=12.5)
+            drawn.append(key)
+        for y0, y1 in zip(ys[:-1], ys[1:], strict=True):
+            _arrow(ax, (cx, y0 - h / 2), (cx, y1 + h / 2))
+    return tuple(drawn)
+
+
+def softmax_paths_figure(x: Any):
+    """A figure of its own for :func:`softmax_paths`, narrow enough to stay legible at phone width."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(figures.PHONE_WIDTH, 4.6))
+    drawn = softmax_paths(ax, x)
+    return fig, drawn
+
+
+def scaling_variance(ax: Any, d_k: int = 4) -> tuple[str, ...]:
+    """Draw why the scale is √d_k, top to bottom, on ``ax``: the components of ``q`` and ``k`` (``d_k`` of each,
+    mean 0 and variance 1), their ``d_k`` products (variance 1 each), the sum ``q · k`` (variance ``d_k``) and
+    the scaled logit (variance 1). ``d_k`` boxes are drawn for the components (the last one labelled with the
+    general index). Returns the stages drawn: ``("components", "products", "sum", "scaled")``.
+    """
+    if not isinstance(d_k, int) or not 2 <= d_k <= 6:
+        raise ValueError(f"d_k must be an int from 2 to 6 (the boxes drawn), got {d_k!r}")
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0.2, 8.0)
+    ax.set_axis_off()
+    xs = [1.15 + i * (7.7 / (d_k - 1)) for i in range(d_k)]
+    names = [str(c + 1) for c in range(d_k - 1)] + ["d_k"]
+    y_in, y_prod, y_sum, y_scaled = 7.2, 5.25, 3.1, 1.0
+    for x, c in zip(xs, names, strict=True):
+        _box(ax, x, y_in, 2.0, 1.15, rf"$q_{{{c}}},\ k_{{{c}}}$", "var. 1", color=_BLUE_TINT, size=12)
+        _box(ax, x, y_prod, 2.0, 1.15, rf"$q_{{{c}}} k_{{{c}}}$", "var. 1", color="white", size=12)
+        _arrow(ax, (x, y_in - 0.575), (x, y_prod + 0.575))
+        _arrow(ax, (x, y_prod - 0.575), (5.0 + (x - 5.0) * 0.45, y_sum + 0.6))
+    _box(ax, 5.0, y_sum, 6.4, 1.2, r"$q \cdot k = q_1 k_1 + \cdots + q_{d_k} k_{d_k}$", r"variance $d_k$",
+         color="white")
+    _arrow(ax, (5.0, y_sum - 0.6), (5.0, y_scaled + 0.6))
+    ax.text(5.3, (y_sum + y_scaled) / 2, r"divide by $\sqrt{d_k}$", ha="left", va="center", fontsize=12)
+    _box(ax, 5.0, y_scaled, 6.4, 1.2, r"$q \cdot k / \sqrt{d_k}$", r"variance 1, for every $d_k$",
+         color=_GREEN_TINT)
+    return ("components", "products", "sum", "scaled")
+
+
+def scaling_variance_figure(d_k: int = 4):
+    """A figure of its own for :func:`scaling_variance`, narrow enough to stay legible at phone width."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(figures.PHONE_WIDTH, 4.4))
+    drawn = scaling_variance(ax, d_k)
     return fig, drawn

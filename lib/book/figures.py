@@ -4,6 +4,10 @@ Every chapter calls :func:`use` once (in its imports cell) and draws with these 
 
 - are sized to the text column (``TEXT_WIDTH`` inches wide) and keep their fonts at 9 pt or more at the size
   the page shows them: fonts are set in points for a figure that is displayed at (or below) its own width;
+- stay legible on a phone, which shows a figure at most :data:`PHONE_FIGURE_PX` wide: :func:`text_px_on_phone`
+  gives the size of a figure's smallest text there (at least :data:`MIN_TEXT_PX` is the book's rule). A figure
+  drawn :data:`PHONE_WIDTH` inches wide keeps the style's smallest font (9.5 pt) above it; a full-width one
+  (``TEXT_WIDTH``) needs fonts of about 13 pt (``panels(..., width=PHONE_WIDTH)`` draws the narrow one);
 - have at most two panels per row (:func:`panels` makes a grid otherwise);
 - use the colour-blind-safe Okabe-Ito palette (:data:`PALETTE`, also the default colour cycle);
 - are vector graphics (SVG) in the notebook, the HTML and the PDF, crisp at any zoom and on a phone: :func:`use`
@@ -22,10 +26,17 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MASKED_COLOR", "MAY_ATTEND_COLOR", "PALETTE", "STYLE", "TEXT_WIDTH", "panels", "show_mask", "use"]
+__all__ = ["MASKED_COLOR", "MAY_ATTEND_COLOR", "MIN_TEXT_PX", "PALETTE", "PHONE_FIGURE_PX", "PHONE_WIDTH", "STYLE",
+           "TEXT_WIDTH", "panels", "show_mask", "text_px_on_phone", "use"]
 
 #: Width of the book's text column, in inches: the width every figure is drawn at.
 TEXT_WIDTH = 7.0
+#: The widest a figure is shown on a phone (a 390 px screen, the page's margins taken off), in CSS pixels.
+PHONE_FIGURE_PX = 358
+#: The smallest text a figure may have at that width, in CSS pixels.
+MIN_TEXT_PX = 9.0
+#: A figure this wide (inches) keeps 9.5 pt text at 9.4 px on a phone: 9.5 * 358 / (72 * 5.0).
+PHONE_WIDTH = 5.0
 #: Okabe & Ito's colour-blind-safe palette (black first), in the order the colour cycle uses.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 #: The mask convention: a position that may be attended (True) is drawn dark blue, a masked one light grey.
@@ -83,8 +94,10 @@ def _inline_svg() -> None:
     set_matplotlib_formats("svg", **SVG_SAVEFIG)
 
 
-def panels(n: int, *, height: float = 3.0, ncols: int | None = None, **subplot_kw: Any):
-    """A figure of ``n`` panels, at most two per row, ``TEXT_WIDTH`` wide and ``height`` inches per row.
+def panels(n: int, *, height: float = 3.0, ncols: int | None = None, width: float = TEXT_WIDTH,
+           **subplot_kw: Any):
+    """A figure of ``n`` panels, at most two per row, ``width`` inches wide (the text column's ``TEXT_WIDTH``
+    unless told; :data:`PHONE_WIDTH` for a figure legible on a phone) and ``height`` inches per row.
 
     Returns ``(fig, axes)`` with ``axes`` a flat list of ``n`` Axes (unused grid cells are removed).
     """
@@ -96,7 +109,9 @@ def panels(n: int, *, height: float = 3.0, ncols: int | None = None, **subplot_k
     if isinstance(cols, bool) or not isinstance(cols, int) or not 1 <= cols <= 2:
         raise ValueError(f"ncols must be 1 or 2 (at most two panels per row), got {ncols!r}")
     rows = -(-int(n) // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(TEXT_WIDTH, height * rows), squeeze=False, **subplot_kw)
+    if not width > 0:
+        raise ValueError(f"width must be a positive number of inches, got {width!r}")
+    fig, axes = plt.subplots(rows, cols, figsize=(width, height * rows), squeeze=False, **subplot_kw)
     flat = list(axes.ravel())
     for ax in flat[n:]:
         ax.remove()
@@ -126,3 +141,21 @@ def show_mask(ax, mask: Any, *, title: str | None = None, xlabel: str = "key pos
                                                                                   label="masked")],
                   loc="upper left", bbox_to_anchor=(1.02, 1.0), borderaxespad=0.0)
     return image
+
+
+def text_px_on_phone(fig, shown_px: float = PHONE_FIGURE_PX) -> float:
+    """The size, in CSS pixels, of the smallest visible text of ``fig`` when a page shows it ``shown_px`` wide.
+
+    A figure saved ``W`` inches wide is ``96 W`` CSS pixels at its own size (SVG and PNG alike); a narrower
+    screen scales it down, never up, so text of ``s`` points shows at ``s * 96/72 * min(1, shown_px / (96 W))``
+    px. ``W`` is the width Jupyter saves: the figure's tight bounding box plus 0.1 in of padding on each side.
+    Counts every visible, non-empty text of the figure (titles, labels, tick labels, legends, annotations);
+    returns ``inf`` for a figure without text.
+    """
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()  # tick labels and the constrained layout exist once the figure is drawn
+    width_px = (fig.get_tightbbox().width + 0.2) * 96
+    scale = min(1.0, shown_px / width_px)
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * 96 / 72 * scale if sizes else float("inf")
