@@ -52,7 +52,7 @@ def _model(path: str):
 
 # how configs name the experts per layer (E) and the experts a token runs (k)
 _E_FIELDS = ("num_local_experts", "num_experts", "n_routed_experts", "moe_num_experts")
-_K_FIELDS = ("num_experts_per_tok", "moe_k", "moe_topk", "experts_per_token")
+_K_FIELDS = ("num_experts_per_tok", "moe_k", "moe_topk", "experts_per_token", "top_k_experts")
 _ROUTED = re.compile(r"\.experts\.")  # "...mlp.experts.3.up_proj.weight" or the fused "...experts.gate_up_proj"
 
 
@@ -123,13 +123,19 @@ def hf_cache(path: str) -> tuple[tuple[tuple[int, int | None], ...], int]:
     text = _model(path)[0].get_text_config()
     types, kwargs = get_layer_types_and_kwargs(text)
     if getattr(text, "kv_lora_rank", None):
-        per_layer = text.kv_lora_rank + text.qk_rope_head_dim
+        per_layer = [text.kv_lora_rank + text.qk_rope_head_dim] * len(types)
+    elif text.model_type == "mimo_v2_flash":  # K of head_dim, V of v_head_dim; sliding layers twice the heads
+        per_layer = [text.num_key_value_heads * (2 if t == "sliding_attention" else 1)
+                     * (text.head_dim + text.v_head_dim) for t in types]
+    elif text.model_type == "gemma4_text":  # Gemma 4: widths per layer (config.per_layer_config), V cached beside K
+        per_layer = [2 * text.per_layer_config[i].num_key_value_heads * text.per_layer_config[i].head_dim
+                     for i in range(len(types))]
     else:
         head_dim = getattr(text, "head_dim", None) or text.hidden_size // text.num_attention_heads
-        per_layer = 2 * _kv_heads(text) * head_dim
+        per_layer = [2 * _kv_heads(text) * head_dim] * len(types)
     shared = getattr(text, "num_kv_shared_layers", 0) or 0  # Gemma 3n: the last layers reuse earlier caches
     layers = tuple(
-        (per_layer + (text.index_head_dim if t == "indexed_attention" else 0), kw.get("sliding_window"))
+        (per_layer[i] + (text.index_head_dim if t == "indexed_attention" else 0), kw.get("sliding_window"))
         if t in _ATTENTION and i < len(types) - shared else (0, None)
         for i, (t, kw) in enumerate(zip(types, kwargs, strict=True)))
     state = sum(_state(text) for t in types if t in _RECURRENT)

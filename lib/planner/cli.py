@@ -620,13 +620,23 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {text if text.startswith('--') else '--train: ' + text}\n")
         return 2
     except (ConfigError, ValueError, TypeError) as err:
-        sys.stderr.write(f"error: {err}\n")
+        sys.stderr.write(f"error: {_one_line(err)}\n")
+        return 2
+    except Exception as err:  # noqa: BLE001  (whatever transformers or torch raise: one line, never a traceback)
+        sys.stderr.write(f"error: {Path(args.config).name}: cannot plan this model: {type(err).__name__}:"
+                         f" {_one_line(err)}\n")
         return 2
     text = json.dumps(r, indent=2) if args.json else format_report(r)
     if args.train and not args.json:
         text += "\n" + training_text(r["training"]) + "\n" + training_fit(r)
     sys.stdout.write(text + "\n")
     return 0
+
+
+def _one_line(err: BaseException) -> str:
+    """An exception's message on one line (the first non-empty line; transformers' messages run to several)."""
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
 
 
 class _DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):

@@ -29,7 +29,7 @@ from typing import Any
 
 from .units import as_count, bytes_per_element
 
-__all__ = ["EngineError", "Layer", "EngineModel", "available", "describe", "kv_bytes_per_token",
+__all__ = ["EngineError", "Layer", "EngineModel", "available", "describe", "kv_bytes_per_token", "weight_bytes",
            "kv_bytes_per_sequence", "state_bytes_per_sequence", "layer_summary", "layer_kinds"]
 
 
@@ -52,6 +52,7 @@ class Layer:
     kv_projection: int = 0  #: parameters of its key and value projections (replicated when tensor parallelism
     #: exceeds the key/value heads)
     widest: int = 0  #: outputs per token of its widest block (attention or the rest), for the activation estimate
+    kv_heads: int = 0  #: key/value heads of its attention (0: none; MiMo-V2-Flash's full and sliding layers differ)
 
 
 @dataclass(frozen=True)
@@ -74,6 +75,9 @@ class EngineModel:
     tied_head: int = 0  #: parameters of an output head tied to the input table (a separate last pipeline stage
     #: needs its own copy)
     max_positions: int = 0  #: max_position_embeddings as built (0: unknown)
+    tensors: tuple[tuple[str, tuple[int, ...], bool, int], ...] = ()  #: every parameter once: (name, shape, is a
+    #: linear layer's weight or a fused expert tensor, its decoder layer or -1 before the layers, -2 after), what
+    #: :func:`weight_bytes` counts as a checkpoint stores it
 
 
 def available() -> bool:
@@ -88,7 +92,8 @@ def available() -> bool:
 
 _DROP = ("architectures", "transformers_version", "torch_dtype", "dtype", "auto_map", "quantization_config",
          "_name_or_path", "model_type")
-_TOP_K = ("num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token", "moe_k", "top_k")
+_TOP_K = ("num_experts_per_tok", "experts_per_token", "moe_topk", "num_experts_per_token", "moe_k", "top_k",
+          "top_k_experts")
 _ROUTED = re.compile(r"(^|\.)experts\.")
 _NOT_TEXT = re.compile(r"(^|\.)(vision|visual|audio|vision_tower|audio_tower|multi_modal_projector|embed_vision|"
                        r"embed_audio|mm_projector|image)")
@@ -135,7 +140,7 @@ def _build(raw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
             cfg = AutoConfig.for_model(model_type, **kwargs)
         except Exception as err:  # noqa: BLE001  (transformers raises many kinds)
             raise EngineError(f"transformers cannot build a {model_type!r} config from it: "
-                              f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}") from None
+                              f"{type(err).__name__}: {_message(err)}") from None
         errors = []
         autos = [AutoModelForCausalLM, getattr(transformers, "AutoModelForImageTextToText", None)]
         if getattr(cfg, "vision_config", None) is not None:  # the whole checkpoint, not its text decoder alone
@@ -147,7 +152,7 @@ def _build(raw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
                 with torch.device("meta"):
                     return cfg, auto.from_config(cfg), notes
             except Exception as err:  # noqa: BLE001
-                errors.append(f"{type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}")
+                errors.append(f"{type(err).__name__}: {_message(err)}")
     raise EngineError(f"transformers cannot instantiate a {model_type!r} model from it ({'; '.join(errors)})")
 
 
@@ -173,30 +178,44 @@ def _params(mod: Any) -> int:
     return sum(p.numel() for p in mod.parameters())
 
 
-def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool, int, int]:
-    """(elements cached per token, latent?, sinks?, key/value projection parameters, attention parameters) of one
-    decoder layer's self-attention (zeros when it has none)."""
+def _attr(cfg: Any, name: str, default: Any = None) -> Any:
+    """``getattr`` that also survives a config whose attribute varies per layer (Gemma 4's ``head_dim`` raises
+    rather than answer for the whole model): ``default`` then."""
+    try:
+        return getattr(cfg, name, default)
+    except Exception:  # noqa: BLE001
+        return default
+
+
+def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool, int, int, int]:
+    """(elements cached per token, latent?, sinks?, key/value projection parameters, attention parameters,
+    key/value heads) of one decoder layer's self-attention (zeros when it has none)."""
     for name, sub in layer.named_modules():
         if re.search(r"(linear_attn|mamba|conv|cross)", name) or _is_linear_attention(sub):
             continue
-        sinks = hasattr(sub, "sinks")
+        sinks = getattr(sub, "sinks", None) is not None
         if hasattr(sub, "kv_a_proj_with_mqa"):
             kv = _out(sub.kv_a_proj_with_mqa)
             indexer = getattr(sub, "indexer", None)
             if indexer is not None and hasattr(indexer, "wk"):
                 kv += _out(indexer.wk)
-            return kv, True, sinks, 0, _params(sub)
-        if hasattr(sub, "k_proj") and hasattr(sub, "v_proj"):
-            return (_out(sub.k_proj) + _out(sub.v_proj), False, sinks, _params(sub.k_proj) + _params(sub.v_proj),
-                    _params(sub))
+            return kv, True, sinks, 0, _params(sub), 0
+        if getattr(sub, "k_proj", None) is not None and hasattr(sub, "v_proj"):
+            k = _out(sub.k_proj)
+            # Gemma 4's full layers with attention_k_eq_v have no v_proj: V is the (normalised) K, cached beside it
+            v = _out(sub.v_proj) if sub.v_proj is not None else k
+            head_dim = _attr(sub, "head_dim") or _attr(text_cfg, "head_dim") or (
+                text_cfg.hidden_size // text_cfg.num_attention_heads)
+            kv_proj = _params(sub.k_proj) + (_params(sub.v_proj) if sub.v_proj is not None else 0)
+            return k + v, False, sinks, kv_proj, _params(sub), k // int(head_dim)
         for fused in ("query_key_value", "c_attn", "qkv_proj", "Wqkv", "qkv"):
             if hasattr(sub, fused) and hasattr(getattr(sub, fused), "weight"):
                 heads = text_cfg.num_attention_heads
-                head_dim = getattr(text_cfg, "head_dim", None) or text_cfg.hidden_size // heads
+                head_dim = _attr(text_cfg, "head_dim") or text_cfg.hidden_size // heads
                 rows = _out(getattr(sub, fused))
                 kv = rows - heads * head_dim
-                return kv, False, sinks, _params(getattr(sub, fused)) * kv // rows, _params(sub)
-    return 0, False, False, 0, 0
+                return kv, False, sinks, _params(getattr(sub, fused)) * kv // rows, _params(sub), kv // (2 * head_dim)
+    return 0, False, False, 0, 0, 0
 
 
 #: ``config.layer_types`` entries of layers that hold a fixed state and no per-token cache.
@@ -269,6 +288,23 @@ def describe(raw: dict[str, Any]) -> EngineModel:
     """
     if not isinstance(raw, dict):
         raise EngineError(f"a config must be a JSON object, got {type(raw).__name__}")
+    try:
+        return _describe(raw)
+    except EngineError:
+        raise
+    except Exception as err:  # noqa: BLE001  (transformers raises its own kinds: one line naming the model)
+        raise EngineError(f"transformers built a {raw.get('model_type')!r} model but reading it failed:"
+                          f" {type(err).__name__}: {_message(err)}") from None
+
+
+def _message(err: BaseException, limit: int = 240) -> str:
+    """An exception's message on one line: its first two non-empty lines (transformers often puts the field on
+    the first and the reason on the second), shortened to ``limit`` characters."""
+    text = " ".join([line.strip() for line in str(err).splitlines() if line.strip()][:2])
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _describe(raw: dict[str, Any]) -> EngineModel:
     cfg, model, notes = _build(raw)
     text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
     n_layers = int(text.num_hidden_layers)
@@ -290,6 +326,10 @@ def describe(raw: dict[str, Any]) -> EngineModel:
         raise EngineError(f"{type(model).__name__} has routed experts but the config names no top-k among"
                           f" {', '.join(_TOP_K)}: active parameters per token unknown")
     layer_of = re.compile(re.escape(prefix) + r"\.(\d+)\.")
+    import torch
+
+    linear_ids = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Linear)}
+    tensors: list[tuple[str, tuple[int, ...], bool, int]] = []
     total = active = language = first = last = 0
     per_layer = [[0, 0] for _ in range(n_layers)]  # parameters, active
     seen: set[int] = set()
@@ -312,25 +352,33 @@ def describe(raw: dict[str, Any]) -> EngineModel:
         if i:
             per_layer[int(i.group(1))][0] += n
             per_layer[int(i.group(1))][1] += a
+            where = int(i.group(1))
         elif any(per_layer[j][0] for j in range(n_layers)):
             last += n
+            where = -2
         else:
             first += n
+            where = -1
+        linear = id(p) in linear_ids or (p.dim() == 3 and bool(_ROUTED.search(name)))
+        tensors.append((name, tuple(int(x) for x in p.shape), linear, where))
 
     windows = _windows(text, n_layers)
     shared = _shared_kv(text, n_layers)
     heads = int(getattr(text, "num_attention_heads", 0) or 0)
     d_model = int(getattr(text, "hidden_size", 0) or 0)
-    head_dim = int(getattr(text, "head_dim", 0) or (d_model // heads if heads else 0))
     out, kv_heads = [], 0
     types_declared = getattr(text, "layer_types", None)
     if not (isinstance(types_declared, (list, tuple)) and len(types_declared) == n_layers):
         types_declared = None
     for i, layer in enumerate(layers):
-        kv, latent, sinks, kv_proj, attn = _attention_kv(layer, text)
+        kv, latent, sinks, kv_proj, attn, layer_kv_heads = _attention_kv(layer, text)
         state, rkind = _recurrent_state(layer)
-        if kv and not kv_heads:
-            kv_heads = heads if latent else kv // (2 * head_dim)
+        if latent:
+            layer_kv_heads = heads
+        if shared[i]:
+            layer_kv_heads = 0
+        if layer_kv_heads:  # the fewest key/value heads of any layer: what tensor parallelism must respect
+            kv_heads = min(kv_heads, layer_kv_heads) if kv_heads else layer_kv_heads
         reuses = bool(shared[i])  # Gemma 3n: attention over an earlier layer's keys and values
         if shared[i]:
             kv = 0
@@ -350,7 +398,7 @@ def describe(raw: dict[str, Any]) -> EngineModel:
         params, act = per_layer[i]
         widest = max(attn, act - attn) // d_model if d_model else 0
         out.append(Layer(kind=kind, kv_per_token=kv, window=windows[i] if kv else None, state=state, sinks=sinks,
-                         params=params, active=act, kv_projection=kv_proj, widest=widest))
+                         params=params, active=act, kv_projection=kv_proj, widest=widest, kv_heads=layer_kv_heads))
     embed = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     tied = (embed is not None and head is not None and getattr(head, "weight", None) is not None
@@ -361,7 +409,7 @@ def describe(raw: dict[str, Any]) -> EngineModel:
                        d_model=d_model, vocab_size=int(getattr(text, "vocab_size", 0) or 0), n_heads=heads,
                        n_kv_heads=kv_heads or heads, first_params=first, last_params=last,
                        tied_head=embed.weight.numel() if tied else 0,
-                       max_positions=mpe if isinstance(mpe, int) else 0)
+                       max_positions=mpe if isinstance(mpe, int) else 0, tensors=tuple(tensors))
 
 
 def _top_k(text: Any, n_layers: int) -> list[int] | None:
@@ -411,3 +459,23 @@ def layer_summary(m: EngineModel) -> str:
     for label in layer_kinds(m):
         counts[label] = counts.get(label, 0) + 1
     return f"{len(m.layers)} layers: " + ", ".join(f"{n} {k}" for k, n in counts.items())
+
+
+def weight_bytes(m: EngineModel, quant: Any = None, other_bytes: float = 2.0) -> tuple[float, list[float], float,
+                                                                                      float]:
+    """(total, per decoder layer, before the layers, after them) bytes of ``m``'s weights as a checkpoint stores
+    them: the matrices ``quant`` (a :class:`lib.planner.quant.Quantisation`, or None) quantises with their scales,
+    every other tensor at ``other_bytes`` per element."""
+    from .quant import stored_bytes
+
+    per_layer = [0.0] * len(m.layers)
+    first = last = 0.0
+    for name, shape, linear, where in m.tensors:
+        b = stored_bytes([(name, shape, linear)], quant, other_bytes)
+        if where >= 0:
+            per_layer[where] += b
+        elif where == -1:
+            first += b
+        else:
+            last += b
+    return first + sum(per_layer) + last, per_layer, first, last

@@ -382,17 +382,20 @@ def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: i
     on every GPU; a recurrent layer's fixed state split like its heads."""
     p, p_kv = bytes_per_element(dtype), bytes_per_element(kv_dtype)
     latent = any(layer.kind == "latent" for layer in em.layers)
-    rep = 1 if latent else max(1, t // max(em.n_kv_heads, 1))
-    share = 1.0 if latent else rep / t
+
+    def rep(layer) -> int:  # GPUs holding each key/value head: per layer (MiMo-V2-Flash's layers differ)
+        return 1 if latent else max(1, t // max(layer.kv_heads or em.n_kv_heads, 1))
+
     out = []
     for s, stage in enumerate(stages):
         first, last = s == 0, s == len(stages) - 1
         layers = [em.layers[i] for i in stage]
-        n = sum(layer.params + layer.kv_projection * (rep - 1) for layer in layers)
+        n = sum(layer.params + layer.kv_projection * (rep(layer) - 1) for layer in layers)
         n += em.first_params if first else 0
         if last:  # final norm and output head; a tied head on a separate last stage needs its own copy
             n += em.last_params + (em.tied_head if not first else 0)
-        kv = sum(layer.kv_per_token * cached_tokens(context, layer.window) for layer in layers) * p_kv * share
+        kv = sum(layer.kv_per_token * cached_tokens(context, layer.window) * (1.0 if latent else rep(layer) / t)
+                 for layer in layers) * p_kv
         kv += sum(layer.state for layer in layers) * p_kv / t
         out.append((n * p / t, kv, last))
     return out

@@ -1,0 +1,91 @@
+"""Weights as published checkpoints store them: lib.planner.quant against ``metadata.total_size``.
+
+Each entry of tests/fixtures/checkpoints/total_size.json names a published checkpoint, its config.json (as
+published, ``quantization_config`` included) and the size its ``model.safetensors.index.json`` states (or, where
+marked ``files``, the size of its safetensors files); tests/fixtures/SOURCES.md says where each was found. The
+planner builds the model on the meta device and counts every tensor as the checkpoint stores it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from lib.planner import engine
+from lib.planner.quant import (
+    QuantisationError,
+    checkpoint_bytes,
+    for_dtype,
+    read_quantisation,
+)
+
+CHECKPOINTS = Path(__file__).parent / "fixtures" / "checkpoints"
+MANIFEST = json.loads((CHECKPOINTS / "total_size.json").read_text())
+
+
+@cache
+def _model(name: str) -> tuple[dict, engine.EngineModel]:
+    raw = json.loads((CHECKPOINTS / MANIFEST[name]["config"]).read_text())
+    return raw, engine.describe(raw)
+
+
+@pytest.mark.parametrize("name", sorted(MANIFEST))
+def test_checkpoint_bytes_match_the_published_size(name: str) -> None:
+    raw, m = _model(name)
+    predicted = checkpoint_bytes(m, raw)
+    published = MANIFEST[name]["total_size"]
+    assert abs(predicted / published - 1) < 0.01, (name, predicted, published)
+
+
+def test_the_mxfp4_checkpoints_to_the_byte() -> None:
+    """gpt-oss stores its experts as mxfp4 blocks and scales, everything else in bf16: exact."""
+    for name in ("gpt-oss-20b", "gpt-oss-120b"):
+        raw, m = _model(name)
+        assert checkpoint_bytes(m, raw) == MANIFEST[name]["total_size"]
+
+
+def test_a_16_bit_checkpoint_is_its_parameters_twice() -> None:
+    raw, m = _model("Llama-3.1-8B")
+    assert read_quantisation(raw) is None and checkpoint_bytes(m, raw) == 2 * m.total == 16_060_522_496
+
+
+def test_layouts_by_hand() -> None:
+    """One 4096 x 4096 matrix in each layout, counted by hand."""
+    n = 4096 * 4096
+    fp8 = read_quantisation({"quantization_config": {"quant_method": "fp8", "weight_block_size": [128, 128]}})
+    assert fp8.tensor_bytes((4096, 4096)) == n + 32 * 32 * 4
+    mx = read_quantisation({"quantization_config": {"quant_method": "mxfp4"}})
+    assert mx.tensor_bytes((4096, 4096)) == n / 2 + n / 32
+    awq = read_quantisation({"quantization_config": {"quant_method": "awq", "bits": 4, "group_size": 128,
+                                                     "zero_point": True}})
+    assert awq.tensor_bytes((4096, 4096)) == n / 2 + 4096 * 32 * (2 + 0.5)
+    gptq = read_quantisation({"quantization_config": {"quant_method": "gptq", "bits": 4, "group_size": 128}})
+    assert gptq.tensor_bytes((4096, 4096)) == n / 2 + 4096 * 32 * (2 + 0.5) + 4 * 4096
+    nf4 = read_quantisation({"quantization_config": {"quant_method": "bitsandbytes", "load_in_4bit": True,
+                                                     "bnb_4bit_use_double_quant": True}})
+    assert nf4.tensor_bytes((4096, 4096)) == n / 2 + n / 64 + 4 * (n // 64 // 256) + 4 + 1024 + 64
+    nvfp4 = read_quantisation({"quantization_config": {"quant_method": "modelopt", "quant_algo": "NVFP4"}})
+    assert nvfp4.tensor_bytes((4096, 4096)) == n / 2 + n / 16 + 8
+    assert for_dtype("int4").tensor_bytes((4096, 4096)) == awq.tensor_bytes((4096, 4096))
+    assert for_dtype("bf16") is None
+
+
+def test_skip_lists_and_the_head() -> None:
+    q = read_quantisation({"quantization_config": {"quant_method": "mxfp4", "modules_to_not_convert": [
+        "model.layers.*.self_attn", "re:.*router$", "shared_expert"]}})
+    assert not q.quantises("model.layers.3.self_attn.q_proj")
+    assert not q.quantises("model.layers.3.mlp.router")
+    assert not q.quantises("model.layers.3.mlp.shared_expert.up_proj")
+    assert not q.quantises("lm_head")
+    assert q.quantises("model.layers.3.mlp.experts")
+
+
+@pytest.mark.parametrize("block", [{"quant_method": "hqq"}, {"quant_method": "fp8", "weight_block_size": [128]},
+                                   {"quant_method": "bitsandbytes"}, {"quant_method": "awq", "bits": "4"}, [1]])
+def test_unknown_layouts_refused_in_one_line(block: object) -> None:
+    with pytest.raises(QuantisationError) as err:
+        read_quantisation({"quantization_config": block})
+    assert "\n" not in str(err.value)
