@@ -4,6 +4,9 @@
   script (``const THEBE_JS_URL = ...``) twice to every page, and the browser rejects the second ``const``
   declaration with a console error on every page. This extension drops exact duplicates from a page's scripts
   before the page is rendered; the browser tests fail on any console error.
+- **The PDF's own files stay out of the web pages.** Jupyter Book links every ``.css`` and ``.js`` under
+  ``_static/`` into every page; the print styles and the layout script of ``make pdf`` (``_static/pdf/``) are
+  left out (``tools/build_pdf.py`` loads them itself).
 - **The PDF, when built.** ``make pdf`` writes ``_build/pdf/book.pdf``; when it exists, the HTML build copies it
   into the site and the front page links to it.
 - **The single-page build works** (``make pdf`` prints it): sphinx-jupyterbook-latex marks table-of-contents
@@ -30,6 +33,15 @@ def _dedupe_scripts(app, pagename: str, templatename: str, context: dict[str, An
         seen.add(key)
         unique.append(js)
     context["script_files"] = unique
+
+
+PDF_ASSETS = "pdf/"  # under _static/: the PDF's print styles and layout script
+
+
+def _drop_pdf_assets(app, config) -> None:  # noqa: ANN001
+    for name in ("html_css_files", "html_js_files"):
+        kept = [f for f in getattr(config, name) if not str(f[0] if isinstance(f, tuple) else f).startswith(PDF_ASSETS)]
+        setattr(config, name, kept)
 
 
 def _pdf(app) -> Path:  # noqa: ANN001
@@ -69,6 +81,7 @@ def _html_handlers_for_singlehtml(app) -> None:  # noqa: ANN001
 
 
 def setup(app) -> dict[str, Any]:  # noqa: ANN001
+    app.connect("config-inited", _drop_pdf_assets)
     app.connect("html-page-context", _dedupe_scripts, priority=900)  # after the themes have added theirs
     app.connect("builder-inited", _html_handlers_for_singlehtml)
     app.connect("html-page-context", _link_pdf)

@@ -81,7 +81,7 @@ def test_reader_layer_findings(tmp_path: Path) -> None:
     assert sum("visible testing line" in f for f in found) == 2
     assert sum("shown code cell of 31 lines" in f for f in found) == 1
     assert sum("output line 1 is 90 characters" in f for f in found) == 1
-    assert sum("code line 1 is" in f for f in found) == 1
+    assert sum("code line 1: Line too long (89 > 76)" in f for f in found) == 1
 
 
 def test_nbval_queue_reads_the_other_machine_like_the_shell_does() -> None:
@@ -194,3 +194,19 @@ def test_background_steps_are_recorded_with_their_own_status_and_cpu(tmp_path: P
     assert [(s["step"], s["status"]) for s in steps] == [("busy", "PASS"), ("broken", "FAIL"), ("env-probe", "PASS")]
     assert f"  FAIL  never (not run, or it ended without a result: {tmp_path}/never.log)" in out
     assert steps[0]["cpu_seconds"] >= 1 and steps[1]["cpu_seconds"] == 0
+
+
+def test_the_pdf_files_stay_out_of_the_web_pages() -> None:
+    """Jupyter Book links every .css and .js under _static/ into every page: the HTML build leaves out the PDF's
+    print styles and layout script (_static/pdf/), which tools/build_pdf.py loads itself."""
+    from types import SimpleNamespace
+
+    spec = importlib.util.spec_from_file_location("book_html_under_test", ROOT / "_ext" / "book_html.py")
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    pdf_files = sorted(p.relative_to(ROOT / "_static").as_posix() for p in (ROOT / "_static" / "pdf").iterdir())
+    assert {"pdf/print.css", "pdf/book.js", "pdf/cover.html"} <= set(pdf_files)
+    config = SimpleNamespace(html_css_files=["book.css", "pdf/print.css"],
+                             html_js_files=["explore.js", ("pdf/book.js", {"defer": "defer"})])
+    ext._drop_pdf_assets(None, config)
+    assert config.html_css_files == ["book.css"] and config.html_js_files == ["explore.js"]

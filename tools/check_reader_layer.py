@@ -7,8 +7,9 @@ reports, per cell:
   whose input is shown, or only collapsed (``hide-input``), is visible; ``remove-cell`` and ``remove-input``
   hide it;
 - a shown code cell (not hidden or collapsed) of more than 30 lines;
-- a line of shown code, or of shown text output (a stream or a plain-text result), wider than 76 characters,
-  the width of the book's code column;
+- a line of shown code wider than 76 characters, the width of the book's code column, as ruff measures it
+  (its ``line-too-long`` rule at that length, run on the notebook, findings in hidden cells dropped), or of
+  shown text output (a stream or a plain-text result), which no linter reads;
 - prose that speaks about the project instead of the subject: test paths, CI, "this machine", briefs, or the
   names of the source notes the book answers.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -60,9 +62,23 @@ def _text_outputs(cell: dict) -> list[str]:
     return out
 
 
+def _wide_code(path: Path) -> dict[int, list[tuple[int, str]]]:
+    """``{cell index: [(line, ruff's message)]}``: ruff's E501 at ``MAX_WIDTH`` over every code cell."""
+    from ruff.__main__ import find_ruff_bin
+
+    proc = subprocess.run([find_ruff_bin(), "check", "--isolated", "--select", "E501", "--line-length",
+                           str(MAX_WIDTH), "--output-format", "json", "--exit-zero", str(path)],
+                          capture_output=True, text=True, check=True)
+    out: dict[int, list[tuple[int, str]]] = {}
+    for f in json.loads(proc.stdout):
+        out.setdefault(f["cell"] - 1, []).append((f["location"]["row"], f["message"]))
+    return out
+
+
 def findings(path: Path) -> list[str]:
     nb = json.loads(path.read_text())
     name = path.stem
+    wide = _wide_code(path)
     out = []
     for i, cell in enumerate(nb["cells"]):
         tags = _tags(cell)
@@ -81,8 +97,7 @@ def findings(path: Path) -> list[str]:
             for n, line in enumerate(src.splitlines(), 1):
                 if TESTING.search(line):
                     out.append(f"{name} cell {i}: visible testing line {n}: {line.strip()[:70]}")
-                if len(line) > MAX_WIDTH:
-                    out.append(f"{name} cell {i}: code line {n} is {len(line)} characters wide (> {MAX_WIDTH})")
+            out += [f"{name} cell {i}: code line {n}: {message}" for n, message in wide.get(i, [])]
             n_lines = len(src.rstrip().splitlines())
             if not tags & COLLAPSED and n_lines > MAX_LINES:
                 out.append(f"{name} cell {i}: shown code cell of {n_lines} lines (> {MAX_LINES})")
