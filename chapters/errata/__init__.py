@@ -1,142 +1,121 @@
-"""Common claims about the Transformer, each checked by a computation: the data behind the appendix.
+"""Common pitfalls of the Transformer's mathematics, each recomputed: the numbers behind the appendix.
 
-The appendix ``claims_checked.ipynb`` ("Common claims, checked") renders this review, grouped by the chapter
-that derives each claim. The claims were collected from four tutorial notes; where each came from (``note``,
-``line``, ``section``) stays here for maintainers and is not shown to readers. One module per note
-(``lab_report``, ``theory_notes``, ``intro_article``, ``walkthrough``) plus ``worked`` (claims several notes
-share) has a ``check(review)`` that recomputes every claim with ``lib``, PyTorch or sympy, asserts what it finds
-and records it with ``review.add``. A claim whose check fails raises, so the appendix (and nbval) fails with it.
+The appendix ``claims_checked.ipynb`` ("Common pitfalls, corrected") states each pitfall and its fix in one
+sentence; every number in that sentence is glued from a function here. A function is registered with
+:func:`pitfall`, recomputes its numbers with ``lib``, PyTorch or sympy, asserts what the sentence says about them,
+and returns them as printed strings (``lib.book.fmt``: only digits that hold on every machine). A failing assert
+raises in :func:`compute_all`, so the appendix, and nbval with it, fails.
 
-A claim is recorded with ``says`` (the claim, paraphrased in the book's words), ``grade``, ``evidence`` (the full
-finding, kept for maintainers) and ``brief`` (the one line of evidence the page shows). ``brief`` may cite the
-numbers of ``evidence`` by position, ``#{0}`` for the first number in it, so that the shown line quotes
-computed numbers only.
+The modules are named after what they hold: ``attention`` (softmax, scaling, the backward pass, heads),
+``architecture`` (positions, LayerNorm and the FFN, blocks), ``cost`` (FLOPs, the KV cache, memory limits on
+sequence length) and ``recurrence`` (what attention replaced).
 
-Grades (the rubric the appendix states):
-
-* ``wrong``: the conclusion is false, and the computation shows by how much;
-* ``imprecise``: the conclusion holds, but a number, a unit or the reason given is not right;
-* ``assumption``: true only under a condition the note does not state;
-* ``rounding``: right for the rounded input the note works with, but the exact input moves the result by
-  more than the precision the note states;
-* ``correct``: the computation reproduces it.
-
-Every number in ``says`` and ``evidence`` that is a result comes from the computation (formatted with
-``lib.book.fmt``), never typed; round-off agreement is reported as the bound it is asserted against, and
-``Review.add`` refuses a number with seven or more decimals, whose last digits round-off could change from one
-machine to another. ``check_module`` refuses a module that records fewer than ``MIN_CLAIMS`` claims.
+Provenance stays here, for maintainers, and never reaches the page: each pitfall keeps the tutorial notes and
+lines it was traced to with each claim's grade (``sources``; :data:`GRADES`: ``wrong``, the conclusion is false;
+``imprecise``, the conclusion holds but a number, a unit or the reason does not; ``assumption``, true only under
+a condition left unstated; ``rounding``, right for a rounded input only). Several claims that make one mistake
+share one pitfall.
+Claims the review found correct are not kept; ``git log`` holds their checks.
 """
 
 from __future__ import annotations
 
-import functools
 import importlib
 import math
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
+TOL = 1e-12  # float64 agreement between two ways of computing one quantity
 
-NOTES = {  # key: the note a claim was collected from (kept for maintainers; the page names no note)
+NOTES = {  # the tutorial notes the pitfalls were traced to (never named on the page)
     "lab-report": "Lab Report",
     "theory-notes": "Theory Notes",
     "intro-article": "Introductory Article",
     "walkthrough": "First-Principles Walkthrough",
 }
-MODULES = ("worked", "lab_report", "theory_notes", "intro_article", "walkthrough")  # run in this order
-GRADES = ("wrong", "imprecise", "assumption", "rounding", "correct")
+GRADES = ("wrong", "imprecise", "assumption", "rounding")
 CHAPTERS = {  # the label that starts each chapter, e.g. (softmax)= in chapters/softmax.ipynb: its file stem
-    "notation": "notation", "softmax": "softmax", "scaling": "scaling", "attention-backward": "attention_backward",
+    "softmax": "softmax", "scaling": "scaling", "attention-backward": "attention_backward",
     "multihead": "multihead", "positional": "positional", "layernorm-ffn": "layernorm_ffn", "blocks": "blocks",
-    "training": "training", "flops": "flops", "kv-cache": "kv_cache", "capacity-planner": "capacity_planner",
-    "tiled-attention": "tiled_attention", "beyond": "beyond",
-    "train-memory": "train_memory",
+    "flops": "flops", "kv-cache": "kv_cache", "train-memory": "train_memory", "tiled-attention": "tiled_attention",
+    "beyond": "beyond",
 }
-CHAPTER_LABELS = frozenset(CHAPTERS)
-MAX_SAYS = 160  # characters: a claim is paraphrased in one short sentence
-MAX_BRIEF = 150  # characters, numbers filled in: the one line of evidence the page shows
-MIN_CLAIMS = 10  # claims each module records at least: a module that records fewer has lost its checks
+MODULES = ("attention", "architecture", "cost", "recurrence")
 ROUNDOFF = re.compile(r"\d\.\d{7,}")  # seven or more decimals: digits that round-off could change
-NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?(?:e-?\d+)?%?")  # the numbers of an evidence string, as #{k} cites them
-CITE = re.compile(r"#\{(\d+)\}")
-
-
-def fill_brief(brief: str, evidence: str) -> str:
-    """``brief`` with each ``#{k}`` replaced by the k-th number (from 0) of ``evidence``."""
-    numbers = [m.group(0).rstrip(",") for m in NUMBER.finditer(evidence)]
-
-    def number(m: re.Match) -> str:
-        k = int(m.group(1))
-        if k >= len(numbers):
-            raise ValueError(f"brief cites number #{{{k}}} but evidence has {len(numbers)}: {evidence!r}")
-        return numbers[k]
-
-    return CITE.sub(number, brief)
+KEY = re.compile(r"[a-z][a-z0-9_]*")
 
 
 @dataclass(frozen=True)
-class Claim:
-    """One checkable claim of a note and what the computation found."""
+class Pitfall:
+    """One pitfall of the appendix: the function that computes its numbers, and where it was traced to."""
 
-    note: str  # a key of NOTES
-    line: int  # where the note makes the claim (its line in the note's text); orders the table
-    section: str  # the note's section, as a reader finds it ("3. Softmax", "Multi-head attention")
-    says: str  # the claim, paraphrased in the book's words (never quoted)
-    grade: str  # one of GRADES
-    evidence: str  # the computed finding in full, with the numbers the computation produced
-    chapter: str  # label of the chapter that derives it in full
-    brief: str  # the one line of evidence the page shows (numbers filled in from evidence)
+    name: str  # the function's name: the prefix of its glue keys (``name_key``)
+    chapter: str  # label of the chapter that derives the correction
+    sources: tuple[tuple[str, int, str], ...]  # (note, line, grade) for each claim traced here: maintainers only
+    compute: Callable[[], dict[str, str]]
 
 
-@dataclass
-class Review:
-    """The claims recorded so far, in the order they were added."""
+PITFALLS: dict[str, Pitfall] = {}
 
-    claims: list[Claim] = field(default_factory=list)
 
-    def add(self, note: str, line: int, section: str, says: str, grade: str, evidence: str,
-            chapter: str, *, brief: str) -> Claim:
-        """Record one checked claim; refuses an entry the appendix could not render or would mislabel."""
-        if note not in NOTES:
-            raise ValueError(f"note must be one of {sorted(NOTES)}, got {note!r}")
+def pitfall(chapter: str, *sources: tuple[str, int, str]) -> Callable:
+    """Register the decorated function as a pitfall; refuses an entry the appendix could not place."""
+    if chapter not in CHAPTERS:
+        raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
+    if not sources:
+        raise ValueError("a pitfall needs at least one (note, line, grade) source")
+    for source in sources:
+        note, line, grade = source
+        if note not in NOTES or not isinstance(line, int) or isinstance(line, bool) or line < 1:
+            raise ValueError(f"a source is (a key of NOTES, a positive line, a grade), got {source!r}")
         if grade not in GRADES:
             raise ValueError(f"grade must be one of {list(GRADES)}, got {grade!r}")
-        if not isinstance(line, int) or isinstance(line, bool) or line < 1:
-            raise ValueError(f"line must be a positive int (the claim's line in the note), got {line!r}")
-        if chapter not in CHAPTER_LABELS:
-            raise ValueError(f"chapter must be a chapter label ({sorted(CHAPTER_LABELS)}), got {chapter!r}")
-        for name, text in (("section", section), ("says", says), ("evidence", evidence), ("brief", brief)):
-            if not isinstance(text, str) or not text.strip():
-                raise ValueError(f"{name} must be a non-empty string, got {text!r}")
-        if len(says) > MAX_SAYS:
-            raise ValueError(f"says must paraphrase the claim in at most {MAX_SAYS} characters, got {len(says)}")
-        if any(q in says for q in ('"', "“", "”")):
-            raise ValueError(f"says must paraphrase, not quote: {says!r}")
-        shown = fill_brief(brief, evidence)
-        if len(shown) > MAX_BRIEF:
-            raise ValueError(f"brief must be one line of at most {MAX_BRIEF} characters, got {len(shown)}: {shown!r}")
-        if "#{" in shown:
-            raise ValueError(f"brief must cite evidence numbers as #{{k}} with k an integer, got {brief!r}")
-        for name, text in (("evidence", evidence), ("brief", shown)):
-            if (digits := ROUNDOFF.search(text)) is not None:
-                raise ValueError(f"{name} must not print round-off digits ({digits.group(0)!r}): report the bound "
-                                 f"it is asserted against, got {text!r}")
-        claim = Claim(note, line, section, says, grade, evidence, chapter, shown)
-        self.claims.append(claim)
-        return claim
 
-    def for_note(self, note: str) -> list[Claim]:
-        """The claims of one note, in the order the note makes them."""
-        return sorted((c for c in self.claims if c.note == note), key=lambda c: c.line)
+    def register(fn: Callable[[], dict[str, str]]) -> Callable[[], dict[str, str]]:
+        if fn.__name__ in PITFALLS:
+            raise ValueError(f"pitfall {fn.__name__!r} is registered twice")
+        PITFALLS[fn.__name__] = Pitfall(fn.__name__, chapter, tuple(sources), fn)
+        return fn
+
+    return register
 
 
-    def for_chapter(self, chapter: str) -> list[Claim]:
-        """The claims a chapter derives, in the order they were recorded."""
-        return [c for c in self.claims if c.chapter == chapter]
+def run(p: Pitfall) -> dict[str, str]:
+    """One pitfall's printed numbers, keyed ``name_key``; refuses a value a page could not show as it is."""
+    values = p.compute()
+    if not values:
+        raise ValueError(f"pitfall {p.name} returned no numbers")
+    out = {}
+    for key, text in values.items():
+        if not (isinstance(key, str) and KEY.fullmatch(key)):
+            raise ValueError(f"pitfall {p.name}: key {key!r} is not a lower-case identifier")
+        if not (isinstance(text, str) and text.strip()):
+            raise ValueError(f"pitfall {p.name}: {key} must be a printed, non-empty string, got {text!r}")
+        if (digits := ROUNDOFF.search(text)) is not None:
+            raise ValueError(f"pitfall {p.name}: {key} prints round-off digits ({digits.group(0)!r})")
+        out[f"{p.name}_{key}"] = text
+    return out
+
+
+def load() -> dict[str, Pitfall]:
+    """Every pitfall, its module imported (registration happens at import)."""
+    for module in MODULES:
+        importlib.import_module(f"{__name__}.{module}")
+    return PITFALLS
+
+
+def compute_all() -> dict[str, str]:
+    """Every pitfall's numbers, recomputed and asserted: ``{name_key: printed value}``."""
+    values: dict[str, str] = {}
+    for p in load().values():
+        values |= run(p)
+    return values
 
 
 def longest_stored_n(matrices: int, bytes_per_entry: int, memory_bytes: int, weight_bytes: int) -> int:
@@ -150,11 +129,7 @@ def longest_stored_n(matrices: int, bytes_per_entry: int, memory_bytes: int, wei
 
 def sample_dot_products(rng: np.random.Generator, pairs: int, d_k: int) -> tuple[np.ndarray, np.ndarray]:
     """``q . k`` and ``q . q`` for ``pairs`` pairs of independent vectors ``q``, ``k`` of ``d_k`` independent
-    standard normal components.
-
-    The pairs are drawn a block at a time (about 2**20 numbers per vector), so a large sample reuses a few
-    megabytes instead of filling hundreds; every pair is an independent draw all the same.
-    """
+    standard normal components, drawn a block of about 2**20 numbers per vector at a time."""
     qk, qq = np.empty(pairs), np.empty(pairs)
     block = max(1, 2**20 // d_k)
     for start in range(0, pairs, block):
@@ -162,49 +137,3 @@ def sample_dot_products(rng: np.random.Generator, pairs: int, d_k: int) -> tuple
         q, k = rng.standard_normal((2, rows.stop - start, d_k))
         qk[rows], qq[rows] = np.einsum("ij,ij->i", q, k), np.einsum("ij,ij->i", q, q)
     return qk, qq
-
-
-@functools.cache
-def standard_normal_moment(power: int):
-    """``E[z**power]`` for a standard normal ``z``: the integral of ``z**power`` against its density (sympy)."""
-    import sympy as sp
-
-    z = sp.Symbol("z", real=True)
-    return sp.integrate(z**power * sp.exp(-(z**2) / 2) / sp.sqrt(2 * sp.pi), (z, -sp.oo, sp.oo))
-
-
-def normal_expectation(expr, normals: dict):
-    """``E[expr]``, exactly, for a polynomial sympy ``expr`` in independent normal variables.
-
-    ``normals`` maps each variable ``x`` of ``expr`` to its ``(mean, standard deviation)``, numbers or sympy
-    symbols. Each is written ``x = mean + sd * z`` with ``z`` standard normal; the variables being independent,
-    their joint density is the product of their densities, so a monomial ``z_1**a_1 * z_2**a_2 ...`` has the
-    expectation ``E[z**a_1] E[z**a_2] ...`` (:func:`standard_normal_moment`). The value sympy.stats' ``E`` gives
-    for these variables, without the Meijer G-function integrals it evaluates them with.
-    """
-    import sympy as sp
-
-    z = {x: sp.Dummy(f"z_{x}") for x in normals}
-    standardised = sp.expand(expr.subs({x: m + s * z[x] for x, (m, s) in normals.items()}, simultaneous=True))
-    poly = sp.Poly(standardised, *z.values())
-    return sp.expand(sum(c * sp.Mul(*map(standard_normal_moment, powers)) for powers, c in poly.terms()))
-
-
-def check_module(module: str, review: Review) -> list[Claim]:
-    """Run one module's checks into ``review`` and return the claims they added."""
-    if module not in MODULES:
-        raise ValueError(f"module must be one of {list(MODULES)}, got {module!r}")
-    start = len(review.claims)
-    importlib.import_module(f"{__name__}.{module}").check(review)
-    added = review.claims[start:]
-    if len(added) < MIN_CLAIMS:
-        raise ValueError(f"module {module} recorded {len(added)} claims, fewer than {MIN_CLAIMS}")
-    return added
-
-
-def check_all() -> Review:
-    """Every module's checks, run into one new review."""
-    review = Review()
-    for module in MODULES:
-        check_module(module, review)
-    return review

@@ -1,0 +1,161 @@
+"""Pitfalls of cost and scale: FLOPs, the KV cache, and how long a sequence fits with or without tiling.
+
+GPU memory is the CUDA runtime's total (``torch.cuda.mem_get_info``), the planner's :attr:`GPU.plan_bytes`, as
+everywhere in the book: 81,089 MiB for an H100 80GB, not nvidia-smi's 81,559.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+import lib.attention as att
+import lib.flops as fl
+import lib.sizing as sz
+from lib.book.fmt import agree, count, fixed, percent
+from lib.constants import BYTES_PER_DTYPE, FLOPS_PER_MAC, GB, GiB, KiB
+from lib.planner import training as T
+from lib.planner.config import load_config
+from lib.planner.gpus import GPUS
+from lib.tiled import tiled_attention
+
+from . import FIXTURES, TOL, longest_stored_n, pitfall
+
+H100 = GPUS["H100-80GB"].plan_bytes
+LLAMA = FIXTURES / "Llama-2-7b-hf.config.json"
+
+# Compute
+
+
+@pitfall("flops", ("walkthrough", 82, "imprecise"))
+def macs_not_flops() -> dict[str, str]:
+    """2 n^2 d and 8 n d^2 count multiply-adds; in FLOPs both double, and the crossover n = 4d stays."""
+    n, d = 2048, 4096
+    lf = fl.layer_flops(n, d, 32, 4 * d)
+    assert lf.scores == FLOPS_PER_MAC * 2 * n**2 * d and lf.ffn == FLOPS_PER_MAC * 8 * n * d**2
+    assert fl.crossover_length(d) == 4 * d
+    return {"crossover": count(fl.crossover_length(d))}
+
+
+@pitfall("flops", ("walkthrough", 84, "assumption"), ("walkthrough", 117, "assumption"))
+def projections_count() -> dict[str, str]:
+    """Counting the projections, attention overtakes the FFN at n = 2d, and doubling n multiplies the sub-layer
+    by 2.40 at d = 4096, not 4."""
+    d = 4096
+    lf = {n: fl.layer_flops(n, d, 32, 4 * d) for n in (2048, 4096)}
+    with_proj = fl.crossover_length(d, include_projections=True)
+    ratio = lf[4096].attention / lf[2048].attention
+    assert with_proj == 2 * d and lf[4096].scores == 4 * lf[2048].scores and 2 < ratio < 4
+    return {"scores_only": count(fl.crossover_length(d)), "with_proj": count(with_proj), "ratio": fixed(ratio, 2),
+            "scores_ratio": count(lf[4096].scores // lf[2048].scores)}
+
+
+@pitfall("flops", ("walkthrough", 94, "imprecise"))
+def residual_flops() -> dict[str, str]:
+    """Two residual additions per layer cost 2 n d FLOPs: negligible, not zero."""
+    n, d = 2048, 4096
+    residual, layer = 2 * n * d, fl.layer_flops(n, d, 32, 4 * d).total
+    assert residual / layer < 1e-4
+    return {"flops": count(residual), "share": percent(residual / layer, 4)}
+
+
+# The KV cache
+
+
+def llama_params() -> int:
+    return sz.parameter_count(load_config(LLAMA)).total
+
+
+@pitfall("kv-cache", ("walkthrough", 90, "rounding"))
+def seven_billion() -> dict[str, str]:
+    """Llama 2 7B has 6,738,415,616 parameters: 12.55 GiB in fp16, not the 13.04 of a round 7e9."""
+    n = llama_params()
+    assert n == 6_738_415_616 and fixed(sz.weight_bytes(7 * 10**9, "fp16") / GiB, 2) == "13.04"
+    return {"params": count(n), "gib": fixed(sz.weight_bytes(n, "fp16") / GiB, 2)}
+
+
+@pitfall("kv-cache", ("walkthrough", 90, "imprecise"))
+def gib_against_gb() -> dict[str, str]:
+    """Weights plus the cache of 200 conversations of 2,048 tokens, 212.55 GiB, against H100s of 79.19 GiB: three
+    only if every byte is usable; a serving engine that keeps 90% needs four (three does not divide 32 heads)."""
+    llama = load_config(LLAMA)
+    cache = sz.kv_cache_bytes(int(sz.mha_kv_cache_bytes_per_token(32, 4096, 32, "fp16")), 2048, sequences=200)
+    total = cache + sz.weight_bytes(llama_params(), "fp16")
+    base = dict(users=200, context=2048, gpu_memory_bytes=H100, dtype="fp16")
+    engine = sz.ServingAssumptions()
+    plan = sz.serving_plan(llama, **base, assumptions=engine)
+    assert sz.naive_gpu_count(total, H100) == 3 and sz.plan_gpus(llama, **base, memory_fraction=1.0, max_pp=8).gpus == 3
+    assert plan.gpus == 4 and 3 not in sz.valid_tp_degrees(32, 32)
+    return {"marketed": GPUS["H100-80GB"].marketed.split(" HBM")[0], "total": fixed(total / GiB, 2),
+            "gpu": fixed(H100 / GiB, 2), "util": percent(engine.gpu_memory_utilization, 0), "gpus": count(plan.gpus)}
+
+
+@pitfall("kv-cache", ("walkthrough", 90, "assumption"))
+def shared_kv_heads() -> dict[str, str]:
+    """The per-token cache is 2 L d_model bytes-per-value only when every query head has its own K and V."""
+    mha = int(sz.mha_kv_cache_bytes_per_token(32, 4096, 32, "fp16"))
+    gqa = int(sz.kv_cache_bytes_per_token(32, 8, 128, "fp16"))  # Mistral 7B: 8 KV heads of 128
+    assert mha == 4 * gqa == 512 * KiB
+    return {"gqa_kib": count(gqa // KiB), "ratio": count(mha // gqa)}
+
+
+@pitfall("kv-cache", ("walkthrough", 123, "assumption"))
+def int8_scales() -> dict[str, str]:
+    """An int8 cache at 4,096 tokens equals fp16 at 2,048 only if no scales are stored."""
+    total = sz.kv_cache_bytes(sz.mha_kv_cache_bytes_per_token(32, 4096, 32, "int8"), 4096, sequences=200)
+    fp16 = sz.kv_cache_bytes(sz.mha_kv_cache_bytes_per_token(32, 4096, 32, "fp16"), 2048, sequences=200)
+    scales = 200 * 4096 * 2 * 32 * 32 * BYTES_PER_DTYPE["fp16"]  # one fp16 scale per head, token, layer, K and V
+    assert total == fp16 == 200 * GiB
+    return {"extra": percent(scales / total, 2)}
+
+
+# How long a sequence fits
+
+
+def llama_weight_bytes() -> int:
+    return llama_params() * BYTES_PER_DTYPE["fp16"]
+
+
+@pitfall("train-memory", ("theory-notes", 48, "assumption"), ("theory-notes", 279, "assumption"))
+def training_length() -> dict[str, str]:
+    """Llama 2 7B's model states under mixed-precision AdamW exceed one H100; sharded by ZeRO-3 over 8 GPUs, the
+    counted eager activations of one sequence fit up to 2,950 tokens. Every layer's n x n weights beside the fp16
+    weights alone would fit up to 5,910."""
+    shape = T.llama_shape(json.loads(LLAMA.read_text()))
+    n_params = shape.parameters()
+    states = sum(T.state_bytes(n_params, "adamw").values())
+    free = H100 - sum(T.zero_state_bytes(n_params, "adamw", 3, 8).values())
+    lo, hi = 1, 1 << 17  # activations grow with n: the longest n that fits, by bisection
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if T.llama_activation_bytes(shape, 1, mid, 2, "eager")["total"] <= free else (lo, mid)
+    stored = longest_stored_n(32 * 32, BYTES_PER_DTYPE["fp16"], H100, llama_weight_bytes())
+    assert states > H100 and 2_000 < lo < 4_000 and 5_000 < stored < 8_000
+    return {"states": fixed(states / GB, 1), "zero3": count(lo), "stored": count(stored)}
+
+
+@pitfall("tiled-attention", ("theory-notes", 48, "assumption"), ("theory-notes", 277, "assumption"),
+         ("theory-notes", 300, "assumption"), ("intro-article", 168, "assumption"))
+def quadratic_memory() -> dict[str, str]:
+    """Time grows as n^2; memory only when the n x n weights are stored. At n = 10^4 one head's fp32 weights take
+    0.4 GB; a tiled kernel holds 128 keys' scores at a time, fewer entries than a recurrent layer's states."""
+    n, d, block = 10_000, 512, 128
+    assert fl.attention_score_flops(4096, d) == 4 * fl.attention_score_flops(2048, d)
+    rng = np.random.default_rng(43)
+    q, k, v = (rng.standard_normal((1024, 64)) for _ in range(3))
+    agree(tiled_attention(q, k, v, block_size=block)[0], att.attention(q, k, v)[0], TOL)
+    stored, tile, rnn = n * n, n * block, n * d
+    assert tile < rnn < stored
+    return {"n": count(n), "stored_gb": fixed(stored * BYTES_PER_DTYPE["fp32"] / GB, 1), "tile": count(tile),
+            "rnn": count(rnn), "d": count(d)}
+
+
+@pitfall("tiled-attention", ("intro-article", 168, "assumption"), ("theory-notes", 279, "assumption"))
+def inference_length() -> dict[str, str]:
+    """In inference only one layer's weights are held at a time: beside Llama 2 7B's fp16 weights, 32 heads' fp16
+    n x n weights fit an H100 up to n = 33,436, one head's up to 189,xxx."""
+    heads = load_config(LLAMA).n_heads  # one layer's heads, 32
+    fits = {h: longest_stored_n(h, BYTES_PER_DTYPE["fp16"], H100, llama_weight_bytes()) for h in (heads, 1)}
+    assert 10**4 < fits[heads] < 10**5 < fits[1] < 10**6
+    return {"heads": count(heads), "heads32": count(fits[heads]), "head1": count(fits[1])}

@@ -1,0 +1,139 @@
+"""Pitfalls about what attention replaced: recurrent networks, their gradients, and attention's parallelism."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import lib.attention as att
+import lib.recurrence as rec
+from lib.book.fmt import agree, count, fixed, percent, sig
+from lib.constants import BYTES_PER_DTYPE
+from lib.flops import matmul_flops
+from lib.pt.model import Seq2SeqTransformer
+from lib.pt.multihead import MultiHeadAttention
+from lib.pt.train import VOCAB_SIZE, evaluate_by_length, reversal_batch, set_determinism, train
+
+from . import TOL, pitfall
+
+MATMULS = {"mm", "bmm", "addmm", "matmul", "baddbmm", "linear"}
+
+
+class OpCounter(TorchDispatchMode):
+    """Counts the ATen operators a computation dispatches, by name (``mm``, ``bmm``, ``_softmax``, ...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: Counter[str] = Counter()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # noqa: ANN001
+        self.ops[func.overloadpacket.__name__] += 1
+        return func(*args, **(kwargs or {}))
+
+
+@pitfall("beyond", ("theory-notes", 45, "imprecise"))
+def matrix_products() -> dict[str, str]:
+    """Self-attention over all positions is several matrix products, not one: the projections, Q K^T and A V,
+    with a softmax between; none of them loops over positions, and one call equals a row-by-row loop."""
+    torch.manual_seed(0)
+    layer = MultiHeadAttention(64, 4).double()
+    counts = {}
+    for n in (16, 256):
+        x = torch.randn(n, 64, dtype=torch.float64)
+        with torch.no_grad(), OpCounter() as ops:
+            layer(x)
+        counts[n] = sum(c for name, c in ops.ops.items() if name in MATMULS)
+    g = np.random.default_rng(8)
+    q, k, v = (g.standard_normal((256, 64)) for _ in range(3))
+    agree(att.attention(q, k, v)[0], np.vstack([att.attention(q[i:i + 1], k, v)[0] for i in range(256)]), TOL)
+    assert counts[16] == counts[256] == 6  # four projections, Q K^T and A V: the same at any length
+    return {"products": count(counts[256])}
+
+
+@pitfall("beyond", ("theory-notes", 38, "imprecise"))
+def rnn_compute_idle() -> dict[str, str]:
+    """One recurrent step h W_hh is bandwidth-bound: 57 FLOPs per byte against the 295 an H100 needs."""
+    batch, d = 64, 1024
+    flops = matmul_flops(batch, d, d)
+    moved = (d * d + 2 * batch * d) * BYTES_PER_DTYPE["bf16"]  # read W_hh and h_{t-1}, write h_t
+    ridge = 989e12 / 3.35e12  # H100 SXM data sheet: 989 TFLOP/s dense bf16, 3.35 TB/s
+    assert flops / moved < ridge / 4
+    return {"batch": count(batch), "intensity": fixed(flops / moved, 0), "ridge": fixed(ridge, 0)}
+
+
+@pitfall("beyond", ("theory-notes", 39, "assumption"))
+def lstm_forget_bias() -> dict[str, str]:
+    """How fast an LSTM forgets is set by its forget gates: with a forget-gate bias of 5 the cell-state gradient
+    after 300 steps keeps norm 1.4; at PyTorch's initialisation it is below 1e-30."""
+    d, steps = 16, 300
+    x = torch.randn(steps, 1, d, dtype=torch.float64, generator=torch.Generator().manual_seed(7))
+    norms = {}
+    open_gate = 5  # a forget-gate bias that holds the gates near 1
+    for bias in (0.0, open_gate):
+        torch.manual_seed(7)
+        cell = torch.nn.LSTMCell(d, d, dtype=torch.float64)
+        with torch.no_grad():
+            cell.bias_ih[d:2 * d] += bias  # the forget gate's slice
+        c0 = torch.zeros(1, d, dtype=torch.float64, requires_grad=True)
+        h, c = torch.zeros(1, d, dtype=torch.float64), c0
+        for t in range(steps):
+            h, c = cell(x[t], (h, c))
+        norms[bias] = float(torch.autograd.grad(c.sum(), c0)[0].norm())
+    assert norms[0.0] < 1e-30 and 1 < norms[open_gate] < 2
+    return {"bias": count(open_gate), "norm": fixed(norms[open_gate], 1), "steps": count(steps)}
+
+
+@pitfall("beyond", ("intro-article", 17, "assumption"))
+def rnn_explodes() -> dict[str, str]:
+    """The chain of Jacobians that makes an RNN's gradient vanish makes it explode when the recurrence expands."""
+    d, n = 32, 101
+    rng = np.random.default_rng(0)
+    x, w_xh = rng.normal(size=(n, d)), rng.normal(size=(d, d)) * 0.5 / np.sqrt(d)
+    chain = {}
+    expanding = 3  # spectral radius of an expanding recurrence
+    for rho in (0.5, expanding):
+        w_hh = rec.random_recurrent_weight(d, rho, np.random.default_rng(1))
+        chain[rho] = rec.jacobian_chain_norms(rec.rnn_jacobians(rec.rnn_forward(x, w_xh, w_hh), w_hh))[-1]
+    assert chain[0.5] < 1e-30 and chain[expanding] > 1e8
+    return {"radius": count(expanding), "steps": count(n - 1), "bound": "10⁸"}
+
+
+@pitfall("beyond", ("intro-article", 20, "assumption"))
+def attention_dilutes() -> dict[str, str]:
+    """Attention's path to any token is one step, but a query spread over n tokens gives each only 1/n."""
+    n, d = 100, 16
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.normal(size=(n, d)) for _ in range(3))
+    k[0] = 3.0 * q[-1]  # the first key matches the last query
+    _, a = att.attention(q, k, v, att.causal_mask(n))
+    jac = torch.autograd.functional.jacobian(
+        lambda vt: torch.softmax(torch.from_numpy(q[-1] @ k.T / np.sqrt(d)), -1) @ vt, torch.from_numpy(v)).numpy()
+    agree(jac[:, 0, :], a[-1, 0] * np.eye(d), TOL)  # d o_n / d v_1 = a_n1 I: one step
+    assert a[-1, 0] > 0.99
+    n_long = 4096
+    _, even = att.attention(np.zeros((1, d)), rng.normal(size=(n_long, d)), rng.normal(size=(n_long, d)))
+    agree(even, np.full((1, n_long), 1 / n_long), 0, exact=True)
+    return {"n": count(n_long), "weight": sig(even[0, 0], 2)}
+
+
+@pitfall("beyond", ("theory-notes", 173, "assumption"))
+def learned_positions_level() -> dict[str, str]:
+    """The training chapter's model, trained alike with each position table on digit reversal: level."""
+    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
+    set_determinism(seed=0, threads=1)
+    steps, batch, min_len, max_len = 160, 64, 2, 6
+    held_out = reversal_batch(600, min_len, max_len, torch.Generator().manual_seed(123))
+    accuracy = {}
+    for variant in ("sinusoidal", "learned"):
+        torch.manual_seed(0)
+        model = Seq2SeqTransformer(VOCAB_SIZE, 64, 4, 128, 2, norm="pre", positional=variant, max_len=32)
+        train(model, steps, batch_size=batch, min_len=min_len, max_len=max_len, lr=3e-3, seed=0, task="reverse")
+        accuracy[variant] = min(r.sequence_acc for r in evaluate_by_length(model, held_out).values())
+    torch.set_num_threads(threads)
+    torch.use_deterministic_algorithms(deterministic)
+    floor, gap = 0.9, 0.1  # asserted bounds: what the page prints holds on any machine
+    assert min(accuracy.values()) >= floor and abs(accuracy["learned"] - accuracy["sinusoidal"]) <= gap
+    return {"min_len": count(min_len), "max_len": count(max_len), "floor": percent(floor, 0), "gap": percent(gap, 0)}
