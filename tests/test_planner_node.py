@@ -54,6 +54,14 @@ process.stdout.write(JSON.stringify(out));
 """
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _node_is_installed() -> None:
+    """Node is part of the test set-up (tools/setup.sh --test installs it): without it these tests fail, not skip."""
+    if NODE is None:
+        pytest.fail("node is not installed: `bash tools/setup.sh --test` installs it (Debian: apt-get install nodejs)",
+                    pytrace=False)
+
+
 def run_node(cases: list[dict]) -> list[dict]:
     out = subprocess.run([NODE, "-e", RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
                          input=json.dumps({"bytes_per_dtype": BYTES_PER_DTYPE, "cases": cases}),
@@ -87,7 +95,6 @@ def workloads(draw):
     return cfg, o
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed (Debian: apt-get install nodejs)")
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(workloads(), min_size=1, max_size=8))
 def test_planner_js_equals_lib_sizing(batch) -> None:
@@ -108,8 +115,6 @@ def test_planner_js_equals_lib_sizing(batch) -> None:
 
 def test_node_runner_sees_every_fixture_exactly() -> None:
     """Sanity: with no drawn changes, every published fixture's count in JavaScript is transformers' count."""
-    if NODE is None:
-        pytest.skip("node is not installed")
     o = dict(context=8192, users=8, memoryFraction=0.9, gpuMemoryBytes=81_559 * 2**20, overheadBytes=0,
              dtype="bf16", kvDtype="bf16")
     got = run_node([{"c": normalised(c), "o": o} for c in CONFIGS])
@@ -187,7 +192,6 @@ def _assert_training_equal(name: str, o: dict, js) -> None:
         assert js["gpuHours"] == pytest.approx(r["gpu_hours"], rel=1e-15)
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed (Debian: apt-get install nodejs)")
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(training_workloads(), min_size=1, max_size=8))
 def test_planner_js_training_equals_training_report(batch) -> None:
@@ -201,7 +205,6 @@ BASE_TRAIN = dict(dtype="bf16", context=2048, microBatch=1, optimizer="adamw", a
                   tokens=None, mfu=0.4, peakTflops=989.0)
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
 @pytest.mark.parametrize("name", LLAMA_FIXTURES)
 def test_planner_js_training_fixed_settings(name) -> None:
     """Named settings on every Llama-style fixture: eager, no checkpointing (the activations the book counts on
@@ -215,7 +218,6 @@ def test_planner_js_training_fixed_settings(name) -> None:
         _assert_training_equal(name, o, js)
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_planner_js_training_refusals() -> None:
     """What the Python planner refuses, the page refuses with a line; a family the page cannot count is named."""
     c = normalised(TRAIN_CONFIGS["Llama-2-7b-hf"][1])
@@ -229,7 +231,6 @@ def test_planner_js_training_refusals() -> None:
     assert "gpt2" in got[4] and "--train" in got[4]
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_planner_js_layer_kinds() -> None:
     """The per-layer line equals lib.planner.cli.layer_kinds for every fixture; a description's own list of
     kinds, when present, is counted as given."""
@@ -255,7 +256,6 @@ process.stdout.write(JSON.stringify(cs.map((c) => P.layerKinds(c))));
     assert got[-1] == "4 layers: 2 full, 2 linear"
 
 
-@pytest.mark.skipif(NODE is None, reason="node is not installed")
 def test_planner_js_engine_read_models_cache_and_parameters() -> None:
     """Models only transformers reads reach the page as per-layer descriptions: the page's cache per token, per
     sequence (windows applied) and recurrent state equal lib.planner.engine's, for every such fixture."""

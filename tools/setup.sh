@@ -8,10 +8,11 @@
 # told pip's own indexes, links and constraints (pip.conf, PIP_* variables); when uv cannot be had or fails,
 # pip installs the lock as before (BOOK_PIP_ONLY=1 forces pip).
 #
-# With --test, also the browser the browser tests drive: an existing Chromium ($CHROMIUM, or chromium /
-# chromium-browser on the PATH), else Debian's chromium through apt-get when this machine has apt-get and root
-# (or sudo). BOOK_SKIP_BROWSER=1 skips the browser tests instead, and says so. Playwright's own browser
-# download is never used.
+# With --test, also what the tests run besides Python: Node (the in-page calculator's tests; `node` on the PATH,
+# else Debian's nodejs), the browser the browser tests drive (an existing Chromium: $CHROMIUM, or chromium /
+# chromium-browser on the PATH, else Debian's chromium) and poppler's pdftotext (the PDF test), each through
+# apt-get when this machine has apt-get and root (or sudo). BOOK_SKIP_BROWSER=1 skips the browser and PDF tests
+# instead, and says so; Node is needed either way. Playwright's own browser download is never used.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -117,35 +118,37 @@ sys.path.insert(0, "$(pwd)/_ext")
 c.ServerApp.contents_manager_class = "book_jupyter.BookContentsManager"
 PYEOF
 
+# Debian's package $1 through apt-get, as root or with sudo, for $2 (what needs it); when this machine has neither
+# apt-get nor a way to root, fails with a line saying that there is no $3
+apt_install() {
+  if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then
+    echo "setup: installing Debian's $1 with apt-get ($2)"
+    local sudo=""
+    [ "$(id -u)" = 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "$1" >/dev/null
+  else
+    echo "setup: no $3, for $2 (Debian: apt-get install $1)" >&2
+    exit 1
+  fi
+}
+
 if [ "${1:-}" = "--test" ]; then
+  # Node runs the in-page calculator (lib/planner/web/planner.js) against the Python planner in the library tests
+  # (tests/test_planner_node.py), which fail without it.
+  command -v node >/dev/null 2>&1 || apt_install nodejs "the library tests of the in-page calculator" "node"
   if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
     echo "setup: BOOK_SKIP_BROWSER=1: no browser set up; the browser tests will be skipped"
   elif [ -n "${CHROMIUM:-}" ] && [ -x "${CHROMIUM}" ]; then
     :
   elif command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1; then
     :
-  elif command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then
-    echo "setup: installing Debian's chromium with apt-get (for the browser tests)"
-    SUDO=""
-    [ "$(id -u)" = 0 ] || SUDO="sudo"
-    $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium >/dev/null
   else
-    echo "setup: no Chromium found (set CHROMIUM=/path/to/chromium, put chromium on the PATH, or run with" \
-         "BOOK_SKIP_BROWSER=1 to skip the browser tests)" >&2
-    exit 1
+    apt_install chromium "the browser tests" "Chromium (set CHROMIUM=/path/to/chromium, put chromium on the PATH, \
+or run with BOOK_SKIP_BROWSER=1 to skip the browser tests)"
   fi
   # The PDF test reads the book's PDF with poppler's pdftotext (pypdf's text extraction takes minutes on it).
   if [ "${BOOK_SKIP_BROWSER:-0}" != "1" ] && ! command -v pdftotext >/dev/null 2>&1; then
-    if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" = 0 ] || command -v sudo >/dev/null 2>&1; }; then
-      echo "setup: installing Debian's poppler-utils with apt-get (pdftotext, for the PDF test)"
-      SUDO=""
-      [ "$(id -u)" = 0 ] || SUDO="sudo"
-      $SUDO apt-get update -qq
-      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq poppler-utils >/dev/null
-    else
-      echo "setup: no pdftotext (Debian: apt-get install poppler-utils); the PDF test needs it" >&2
-      exit 1
-    fi
+    apt_install poppler-utils "the PDF test" "pdftotext"
   fi
 fi
