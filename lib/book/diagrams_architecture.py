@@ -137,44 +137,51 @@ def _mask_icon(ax: Any, x: float, y: float, mask: np.ndarray, size: float = 0.6)
 
 
 def multihead_split_concat(ax: Any = None, h: int = 4):
-    """Multi-head attention as data flow: ``X`` is projected to ``Q, K, V``; column block ``i`` of each is
-    head ``i``'s input; each head attends on its own; the ``h`` outputs are concatenated and multiplied by
-    ``W_O``. Colours mark the heads."""
-    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 3.9, (-0.6, 12.6), (-0.9, 6.2))
+    """Multi-head attention as data flow, top to bottom: ``X`` is projected to ``Q, K, V``; column block ``i``
+    of each is head ``i``'s input; each head attends on its own; the ``h`` outputs are concatenated and
+    multiplied by ``W_O``. Colours mark the heads. Drawn tall and narrow (the saved figure is its tight box,
+    about 4.7 inches wide), so that its text stays legible on a phone."""
+    from matplotlib.patches import FancyBboxPatch
+
+    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 5.6, (0.0, 9.0), (-0.2, 11.0))
     heads = [_HEAD_COLORS[i % len(_HEAD_COLORS)] for i in range(h)]
-    _matrix(ax, 0.0, 2.7, 0.9, 2.2, [None], label="$X$\n$n \\times d_{\\mathrm{model}}$")
-    ys = {"Q": 5.0, "K": 2.7, "V": 0.4}
+    on_white = {"fontsize": _FONT - 0.5, "ha": "center", "va": "center", "zorder": 4,
+                "bbox": {"facecolor": "white", "edgecolor": "none", "pad": 1.0}}
+    x_mid = 4.5
+    _matrix(ax, x_mid, 10.3, 1.0, 1.0, [None])
+    ax.text(x_mid + 0.7, 10.3, "$X$ ($n \\times d_{\\mathrm{model}}$)", ha="left", va="center", fontsize=_FONT)
+    y_qkv = 7.8
+    xs = {"Q": 1.5, "K": x_mid, "V": 7.4}
     widths = {"Q": 1.6, "K": 1.6, "V": 2.0}
-    w_label = {"Q": (1.0, 4.0, "right"), "K": (1.1, 2.95, "center"), "V": (1.0, 1.4, "right")}
-    for name, y in ys.items():
-        _arrow(ax, (0.5, 2.7), (1.75, y))
+    w_label = {"Q": (2.6, 9.05, "right"), "K": (x_mid + 0.15, 8.95, "left"), "V": (6.4, 9.05, "left")}
+    for name, x in xs.items():
+        _arrow(ax, (x_mid, 9.8), (x, y_qkv + 0.47))
         lx, ly, ha = w_label[name]
         ax.text(lx, ly, f"$W_{name}$", fontsize=_FONT, ha=ha, va="center")
-        ax.text(1.97, y, f"${name}$", ha="center", va="center", fontsize=_FONT + 1)
-        _matrix(ax, 2.2 + widths[name] / 2, y, widths[name], 0.9, heads, label=None)
-    ax.text(3.2, -0.55, "$h$ column blocks, $d_k$ wide ($V$: $d_v$)", ha="center", va="center",
-            fontsize=_FONT - 0.5)
-    x_att = 6.3
-    y_heads = np.linspace(4.9, 0.5, h)
-    for i, (y, c) in enumerate(zip(y_heads, heads, strict=True)):
-        from matplotlib.patches import FancyBboxPatch
-
-        ax.add_patch(FancyBboxPatch((x_att - 0.75, y - 0.3), 1.5, 0.6,
+        ax.text(x - widths[name] / 2 - 0.15, y_qkv, f"${name}$", ha="right", va="center", fontsize=_FONT + 1)
+        _matrix(ax, x, y_qkv, widths[name], 0.9, heads, label=None)
+    y_head = 5.0
+    x_heads = np.linspace(1.2, 7.8, h)
+    for i, (x, c) in enumerate(zip(x_heads, heads, strict=True)):
+        ax.add_patch(FancyBboxPatch((x - 0.75, y_head - 0.3), 1.5, 0.6,
                                     boxstyle="round,pad=0.0,rounding_size=0.12", facecolor=_light(c, 0.7),
                                     edgecolor=c, linewidth=1.6, zorder=2))
-        ax.text(x_att, y, f"head {i + 1}", ha="center", va="center", fontsize=_FONT, zorder=3)
-        for name, yy in ys.items():
-            xb = 2.2 + widths[name] * (i + 0.5) / h
-            _arrow(ax, (xb, yy + (-0.45 if yy > y else 0.45)), (x_att - 0.75, y), color=c, lw=0.8, style="-")
-        x_stripe = 8.55 - 0.5 + (i + 0.5) / h
-        _arrow(ax, (x_att + 0.75, y), (x_stripe, 3.8 if y > 2.7 else 1.6), color=c, lw=1.2)
-    ax.text(x_att + 0.4, 5.75, "each head: softmax$(QK^\\top\\!/\\sqrt{d_k})\\,V$",
-            ha="center", va="center", fontsize=_FONT - 0.5)
-    _matrix(ax, 8.55, 2.7, 1.0, 2.2, heads, label="Concat\n$n \\times h d_v$")
-    _arrow(ax, (9.1, 2.7), (10.5, 2.7), shrink=1)
-    ax.text(9.8, 2.95, "$W_O$", ha="center", va="bottom", fontsize=_FONT + 1)
-    ax.text(9.8, 2.45, "$h d_v \\times d_{\\mathrm{model}}$", ha="center", va="top", fontsize=_FONT - 1.5)
-    _matrix(ax, 11.3, 2.7, 0.9, 2.2, [None], label="output\n$n \\times d_{\\mathrm{model}}$")
+        ax.text(x, y_head, f"head {i + 1}", ha="center", va="center", fontsize=_FONT, zorder=3)
+        for name, xm in xs.items():
+            xb = xm - widths[name] / 2 + widths[name] * (i + 0.5) / h
+            _arrow(ax, (xb, y_qkv - 0.45), (x, y_head + 0.3), color=c, lw=0.8, style="-")
+        x_stripe = x_mid - 1.0 + 2.0 * (i + 0.5) / h
+        _arrow(ax, (x, y_head - 0.3), (x_stripe, 3.05), color=c, lw=1.2)
+    ax.text(x_mid, 6.95, "$h$ column blocks, $d_k$ wide ($V$: $d_v$)", **on_white)
+    ax.text(x_mid, 4.15, "each head: softmax$(QK^\\top\\!/\\sqrt{d_k})\\,V$", **on_white)
+    _matrix(ax, x_mid, 2.6, 2.0, 0.9, heads)
+    ax.text(x_mid + 1.2, 2.6, "Concat\n$n \\times h d_v$", ha="left", va="center", fontsize=_FONT)
+    _arrow(ax, (x_mid, 2.15), (x_mid, 0.95))
+    ax.text(x_mid + 0.2, 1.55, "$W_O$ ($h d_v \\times d_{\\mathrm{model}}$)", ha="left", va="center",
+            fontsize=_FONT)
+    _matrix(ax, x_mid, 0.45, 1.0, 0.9, [None])
+    ax.text(x_mid + 0.7, 0.45, "output ($n \\times d_{\\mathrm{model}}$)", ha="left", va="center",
+            fontsize=_FONT)
     return fig
 
 
@@ -249,7 +256,10 @@ def layernorm_placement(ax: Any = None):
     import matplotlib.pyplot as plt
 
     if ax is None:
-        fig, axes = plt.subplots(1, 2, figsize=(figures.TEXT_WIDTH, 3.6))
+        # the column's width, the two panels side by side in its middle: the saved figure (its tight box) is
+        # narrow, so that its text stays legible on a phone
+        fig, axes = plt.subplots(1, 2, figsize=(figures.TEXT_WIDTH, 3.6), layout="none")
+        fig.subplots_adjust(left=0.15, right=0.85, top=0.9, bottom=0.02, wspace=0.0)
     else:
         axes, fig = list(ax), ax[0].figure
     for a, title in zip(axes, ("Post-LN", "Pre-LN"), strict=True):
@@ -263,7 +273,7 @@ def layernorm_placement(ax: Any = None):
     post, pre = axes
     # Post-LN: x -> F -> (+) -> LN -> out; the residual joins before the LN
     _arrow(post, (0, 0.05), (0, 1.3))
-    _box(post, 0, 1.75, 2.2, 0.9, "$F$\n(attention or FFN)", "attention", fontsize=_FONT - 0.5)
+    _box(post, 0, 1.75, 2.8, 0.9, "$F$\n(attention or FFN)", "attention", fontsize=_FONT - 0.5)
     _arrow(post, (0, 2.2), (0, 3.3))
     _plus(post, 0, 3.5)
     _residual(post, 0, 0.6, 3.5, -1.6)
@@ -275,7 +285,7 @@ def layernorm_placement(ax: Any = None):
     _arrow(pre, (0, 0.05), (0, 1.05))
     _box(pre, 0, 1.45, 1.6, 0.75, "LayerNorm", "norm")
     _arrow(pre, (0, 1.83), (0, 2.6))
-    _box(pre, 0, 3.05, 2.2, 0.9, "$F$\n(attention or FFN)", "attention", fontsize=_FONT - 0.5)
+    _box(pre, 0, 3.05, 2.8, 0.9, "$F$\n(attention or FFN)", "attention", fontsize=_FONT - 0.5)
     _arrow(pre, (0, 3.5), (0, 4.45))
     _plus(pre, 0, 4.65)
     _residual(pre, 0, 0.6, 4.65, -1.6)
@@ -291,12 +301,12 @@ def _sublayer(ax: Any, x: float, y: float, text: str, kind: str, w: float, side:
     _box(ax, x, y, w, box_h, text, kind)
     y_norm = y + box_h / 2 + 0.55
     _arrow(ax, (x, y + box_h / 2), (x, y_norm - 0.25))
-    _box(ax, x, y_norm, w, 0.5, "add & LayerNorm", "norm", fontsize=_FONT - 0.5)
+    _box(ax, x, y_norm, w, 0.5, "add & LayerNorm", "norm")
     _residual(ax, x, y - box_h / 2 - 0.2, y_norm, side)
     if mask is not None:
         xm = x + (w / 2 + 0.5) * np.sign(-side)
         _mask_icon(ax, xm, y + 0.1, mask[0], size=0.5)
-        ax.text(xm, y - 0.3, mask[1], ha="center", va="top", fontsize=_FONT - 1.5)
+        ax.text(xm, y - 0.3, mask[1], ha="center", va="top", fontsize=_FONT - 0.5)
     return y_norm + 0.25
 
 
@@ -335,7 +345,8 @@ def encoder_decoder_blocks(ax: Any = None):
     blue = may attend): source padding for the encoder's self-attention and the cross-attention, causal
     (with target padding) for the decoder's self-attention. The encoder's output ``E`` feeds the keys and
     values of every decoder layer's cross-attention."""
-    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 4.8, (-0.2, 10.4), (-0.8, 7.1))
+    # x limits hug the drawing: the saved figure is its tight box, narrow enough to stay legible on a phone
+    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 4.8, (0.4, 9.2), (-0.8, 7.1))
     xe, xd, w = 2.3, 7.3, 2.6
     top_e, _ = _encoder_column(ax, xe, 0.0, w, masks=True)
     top_d, y_cross = _decoder_column(ax, xd, 0.0, w, masks=True)
@@ -359,8 +370,9 @@ def transformer_overview(ax: Any = None):
     the next token's probabilities."""
     from matplotlib.patches import FancyBboxPatch
 
-    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 6.0, (-0.4, 10.6), (-1.4, 10.0))
-    xe, xd, w = 2.4, 7.4, 2.6
+    # x limits hug the drawing: the saved figure is its tight box, narrow enough to stay legible on a phone
+    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 6.0, (-0.1, 9.9), (-1.4, 10.0))
+    xe, xd, w = 2.4, 7.4, 2.8
     for x, label in ((xe, "source tokens"), (xd, "target tokens\n(shifted right)")):
         ax.text(x, -1.0, label, ha="center", va="center", fontsize=_FONT)
         _arrow(ax, (x, -0.65), (x, -0.3))
@@ -382,7 +394,7 @@ def transformer_overview(ax: Any = None):
            color=COLORS["attention"])
     y_lin = top_d + 0.75
     _arrow(ax, (xd, top_d), (xd, y_lin - 0.3))
-    _box(ax, xd, y_lin, w, 0.6, "linear (tied to embedding)", "head", fontsize=_FONT - 0.5)
+    _box(ax, xd, y_lin, w + 0.9, 0.6, "linear (tied to embedding)", "head")
     y_soft = y_lin + 0.95
     _arrow(ax, (xd, y_lin + 0.3), (xd, y_soft - 0.3))
     _box(ax, xd, y_soft, w, 0.6, "softmax", "head")
