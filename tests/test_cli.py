@@ -49,7 +49,7 @@ def test_json_matches_report(capsys: pytest.CaptureFixture[str]) -> None:
     want = report(load_config(mistral), context=32768, users=16, gpu_memory_bytes=141 * GB, kv_dtype="fp8")
     assert got == json.loads(json.dumps(want))
     assert got["parameters"]["total"] == 7_241_732_096
-    assert got["schema_version"] == 2 and got["assumptions"] == [] and got["warnings"] == []
+    assert got["schema_version"] == 3 and got["assumptions"] == [] and got["warnings"] == []
     assert got["serving"]["max_num_seqs"] == 1024  # 141 GB >= 70 GiB and not an A100: vLLM's larger defaults
     byte_keys = [got[k] for k in ("weights_bytes", "kv_bytes_per_token", "kv_cache_bytes", "total_bytes")]
     byte_keys += [v for plan in ("tensor_parallel", "tensor_x_pipeline")

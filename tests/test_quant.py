@@ -89,3 +89,37 @@ def test_unknown_layouts_refused_in_one_line(block: object) -> None:
     with pytest.raises(QuantisationError) as err:
         read_quantisation({"quantization_config": block})
     assert "\n" not in str(err.value)
+
+
+def test_the_report_counts_the_checkpoint_as_stored(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-oss-120b as published (mxfp4) serves on one 80 GB card: its weights are the checkpoint's 65.2 GB, not
+    the 234 GB of its parameters in bf16; the report names the layout it read."""
+    from lib.sizing import main
+
+    assert main([str(CHECKPOINTS / "gpt-oss-120b.config.json"), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["weights_bytes"] == r["checkpoint_bytes"] == 65_248_815_744
+    assert r["quantisation"].startswith("mxfp4")
+    plan = r["serving"]["tensor_parallel"]
+    assert plan["gpus"] == 1 and plan["weight_bytes_per_gpu"] == 65_248_815_744
+    assert main([str(CHECKPOINTS / "gpt-oss-120b.config.json"), "--dtype", "int4"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "already quantised" in err[0]
+
+
+def test_dtype_int4_keeps_the_table_and_head_at_16_bit() -> None:
+    """Llama 2 7B at --dtype int4: 0.5 B per matrix weight plus a 2.5 B scale and zero per 128, the 2 x 32000 x
+    4096 token table and head and the norms at 2 B (0.5 B for everything would be 3.37 GB, 13 % low)."""
+    from lib.planner.cli import report
+    from lib.planner.config import load_config
+    from lib.planner.counts import parameter_count
+
+    cfg = load_config(CHECKPOINTS.parent / "Llama-2-7b-hf.config.json")
+    p = parameter_count(cfg)
+    matrices = p.attention + p.ffn
+    r = report(cfg, dtype="int4")
+    assert r["weights_bytes"] == (p.total - matrices) * 2 + matrices * (0.5 + 2.5 / 128) == 3_889_307_648
+    fp8 = report(cfg, dtype="fp8")["weights_bytes"]
+    assert fp8 == (p.total - matrices) * 2 + matrices * (1 + 4 / cfg.d_model ** 2)
+    assert report(cfg, dtype="bf16")["quantisation"] is None and r["quantisation"].startswith("int4")
+    assert r["serving"]["tensor_parallel"]["weight_bytes_per_gpu"] == r["weights_bytes"]

@@ -37,6 +37,7 @@ from .config import (
 from .counts import attention_parameters, layer_active_parameters, layer_parameters, norm_parameters, parameter_count
 from .flops import forward_flops, model_crossover_length
 from .gpus import ALIASES, GPUS, gpu
+from .quant import Quantisation, checkpoint_bytes, for_dtype, read_quantisation
 from .serving import (
     VLLM_VERSION,
     GPUPlan,
@@ -54,7 +55,7 @@ __all__ = ["SCHEMA_VERSION", "JSON_KEYS", "read_model", "report", "engine_report
            "layer_kinds", "planner_html", "main"]
 
 #: Version of the ``--json`` layout: bumped on any rename or change of meaning of a key in :data:`JSON_KEYS`.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: Top-level keys of :func:`report` (the ``--json`` output), each with its meaning.
 JSON_KEYS: dict[str, str] = {
@@ -76,7 +77,15 @@ JSON_KEYS: dict[str, str] = {
     "workload": "context, users, dtype, kv_dtype, gpu (preset name or null), gpu_memory_bytes (the total the serving"
                 " engine divides up: torch.cuda.mem_get_info()'s, nvidia-smi's where that is unknown),"
                 " gpu_nvidia_smi_bytes (null for --gpu-memory), cached_token_layers",
-    "weights_bytes": "parameters.total x bytes per element of dtype",
+    "weights_bytes": "the weights as the serving engine loads them: a quantised checkpoint's matrices as stored"
+                     " (packed weights, scales, zero points), every other tensor at dtype; --dtype int8/fp8/int4"
+                     " quantises the matrices and keeps the embeddings and output head at 16 bit; otherwise"
+                     " parameters.total x bytes per element of dtype",
+    "quantisation": "the layout the weights were counted in, e.g. 'mxfp4 weights, one 8-bit scale per 32"
+                    " (quantization_config)'; null for unquantised weights",
+    "checkpoint_bytes": "(transformers reader only; else null) the published checkpoint's size as stored: what"
+                        " model.safetensors.index.json's metadata.total_size states (the config's torch_dtype for"
+                        " unquantised tensors, a DeepSeek-V3 MTP module included)",
     "kv_bytes_per_token": "bytes one token adds to the cache of a layer-complete (unwindowed) model",
     "kv_bytes_per_sequence": "bytes of one sequence of context tokens, summed layer by layer with each window",
     "kv_cache_bytes": "kv_bytes_per_sequence x users",
@@ -235,6 +244,17 @@ def _gpu(gpu_memory_bytes: int | None, gpu_name: str | None) -> tuple[str | None
     return gpu_name, as_count(gpu_memory_bytes, "gpu_memory_bytes"), smi_bytes, notes
 
 
+def _quantisation(dtype: str, quant: Quantisation | None) -> tuple[Quantisation | None, str]:
+    """(the layout to count the matrices in, the dtype of every other tensor): a checkpoint's own quantisation, or
+    the one ``--dtype int8/fp8/int4`` asks for (the rest then at bf16)."""
+    asked = for_dtype(dtype)
+    if quant is not None and asked is not None:
+        raise ValueError(f"the checkpoint is already quantised ({quant.description}); --dtype {dtype} would"
+                         " quantise it again: give a 16-bit --dtype (the format of its unquantised tensors)")
+    q = quant or asked
+    return q, ("bf16" if asked is not None else dtype)
+
+
 def engine_report(
     em: eng_mod.EngineModel,
     raw: dict[str, Any],
@@ -251,6 +271,7 @@ def engine_report(
     overhead_bytes: float | None = None,
     max_tp: int = 64,
     max_pp: int = 8,
+    quant: Quantisation | None = None,
 ) -> dict[str, Any]:
     """The report (keys: :data:`JSON_KEYS`) of a model only transformers reads: parameters, memory (per-token
     cache, each layer with its window, plus the recurrent layers' fixed state) and the serving plans, from the
@@ -263,7 +284,14 @@ def engine_report(
     users = as_count(users, "users")
     gpu_name, gpu_memory_bytes, smi_bytes, gpu_notes = _gpu(gpu_memory_bytes, gpu_name)
     engine = engine or ServingAssumptions.vllm_defaults(gpu_memory_bytes, gpu_name or "")
-    w_bytes = _whole(em.total * bytes_per_element(dtype))
+    quant = read_quantisation(raw) if quant is None else quant
+    q, base = _quantisation(dtype, quant)
+    stored = None
+    if q is None:
+        w_bytes = _whole(em.total * bytes_per_element(dtype))
+    else:
+        total_w, per_layer, before, after = eng_mod.weight_bytes(em, q, bytes_per_element(base))
+        w_bytes, stored = _whole(total_w), (per_layer, before, after)
     per_seq = _whole(eng_mod.kv_bytes_per_sequence(em, context, kv_dtype))
     state = _whole(eng_mod.state_bytes_per_sequence(em, kv_dtype))
     total = w_bytes + users * (per_seq + state)
@@ -302,6 +330,8 @@ def engine_report(
                      "cached_token_layers": sum(min(context, la.window) if la.window else context
                                                 for la in em.layers if la.kv_per_token)},
         "weights_bytes": w_bytes,
+        "quantisation": q.description if q else None,
+        "checkpoint_bytes": _whole(checkpoint_bytes(em, raw, quant)) if em.tensors else None,
         "kv_bytes_per_token": _whole(eng_mod.kv_bytes_per_token(em, kv_dtype)),
         "kv_bytes_per_sequence": per_seq,
         "kv_cache_bytes": users * per_seq,
@@ -310,11 +340,11 @@ def engine_report(
         "flops_per_token": None,
         "crossover_context": None,
         "serving": _serving(
-            lambda pp: engine_plan(em, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=dtype,
+            lambda pp: engine_plan(em, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=base,
                                    kv_dtype=kv_dtype, assumptions=engine, overhead_bytes=overhead_bytes,
-                                   max_tp=max_tp, max_pp=pp),
+                                   max_tp=max_tp, max_pp=pp, stored=stored),
             engine, overhead_bytes, max_pp,
-            engine_activation_peak_bytes(em, engine.max_num_batched_tokens, engine.max_num_seqs, dtype),
+            engine_activation_peak_bytes(em, engine.max_num_batched_tokens, engine.max_num_seqs, base),
             gpu_notes + (["activation peak estimated from the widest block of any layer (its active parameters"
                           " over d_model: the outputs per token of its matrices)"] if overhead_bytes is None else [])
             + (["recurrent state split over a tensor-parallel group like the heads it belongs to; tensor-parallel"
@@ -335,6 +365,7 @@ def report(
     overhead_bytes: float | None = None,
     max_tp: int = 64,
     max_pp: int = 8,
+    quant: Quantisation | None = None,
 ) -> dict[str, Any]:
     """Everything the planner says about ``cfg`` for a workload, as a JSON-ready dict (keys: :data:`JSON_KEYS`).
 
@@ -350,13 +381,22 @@ def report(
     gpu_name, gpu_memory_bytes, smi_bytes, gpu_notes = _gpu(gpu_memory_bytes, gpu_name)
     engine = engine or ServingAssumptions.vllm_defaults(gpu_memory_bytes, gpu_name or "")
     params = parameter_count(cfg)
-    w_bytes = params.total * bytes_per_element(dtype)
+    q, base = _quantisation(dtype, quant)
+    rate = None
+    if q is None:
+        w_bytes = params.total * bytes_per_element(dtype)
+    else:  # the layers' matrices quantised (scales at the rate of a d_model x d_model matrix), the rest at base
+        rate = q.tensor_bytes((cfg.d_model, cfg.d_model)) / cfg.d_model ** 2
+        matrices = params.attention + params.ffn
+        w_bytes = (params.total - matrices) * bytes_per_element(base) + matrices * rate
     kv_total = model_kv_cache_bytes(cfg, context, users, kv_dtype)
     fl = forward_flops(cfg, context)
 
     def plan(pp: int) -> GPUPlan:
-        common = dict(users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=dtype,
+        common = dict(users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=base,
                       kv_dtype=kv_dtype, max_tp=max_tp, max_pp=pp)
+        if q is not None:
+            common.update(layer_rate=rate, weights_bytes=w_bytes)
         if overhead_bytes is None:
             return serving_plan(cfg, assumptions=engine, **common)
         return plan_gpus(cfg, memory_fraction=engine.gpu_memory_utilization, overhead_bytes=overhead_bytes,
@@ -383,6 +423,8 @@ def report(
                      "gpu_memory_bytes": gpu_memory_bytes, "gpu_nvidia_smi_bytes": smi_bytes,
                      "cached_token_layers": cached_token_layers(cfg, context)},
         "weights_bytes": _whole(w_bytes),
+        "quantisation": q.description if q else None,
+        "checkpoint_bytes": None,
         "kv_bytes_per_token": _whole(model_kv_bytes_per_token(cfg, kv_dtype)),
         "kv_bytes_per_sequence": _whole(model_kv_bytes_per_sequence(cfg, context, kv_dtype)),
         "kv_cache_bytes": _whole(kv_total),
@@ -392,8 +434,9 @@ def report(
                             "lm_head": fl.lm_head, "total": fl.total},
         "crossover_context": model_crossover_length(cfg),
         "serving": _serving(plan, engine, overhead_bytes, max_pp,
-                            activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs, dtype),
-                            gpu_notes),
+                            activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs, base),
+                            gpu_notes + ([f"hand-written reader: {q.description}; the scales of every matrix counted"
+                                          " at the rate of a d_model x d_model matrix"] if q else [])),
     }
 
 
@@ -448,13 +491,16 @@ def format_report(r: dict[str, Any]) -> str:
         f"parameters: {p['total']:,} total, {p['active_per_token']:,} active per token"
         + (f" (language model {p['language_model']:,})"
            if p.get("language_model") not in (None, p["total"]) else ""),
-        f"weights ({w['dtype']}): {format_bytes(r['weights_bytes'])}",
+        f"weights ({r['quantisation'] or w['dtype']}): {format_bytes(r['weights_bytes'])}",
         f"KV cache per token ({w['kv_dtype']}): {r['kv_bytes_per_token']:,.0f} B"
         f" = {r['kv_bytes_per_token'] / KiB:,.2f} KiB",
         f"KV cache for {w['users']} x {w['context']} tokens: {format_bytes(r['kv_cache_bytes'])}"
         f" ({w['cached_token_layers']:,} token-layers per sequence: cached tokens summed over the layers,"
         " each layer holding at most its window)",
     ]
+    if r.get("checkpoint_bytes") and r["checkpoint_bytes"] != r["weights_bytes"]:
+        lines.append(f"checkpoint as published (model.safetensors.index.json's total_size):"
+                     f" {format_bytes(r['checkpoint_bytes'])}")
     if r["state_bytes_per_sequence"]:
         lines.append(f"recurrent state per sequence ({w['kv_dtype']}): {format_bytes(r['state_bytes_per_sequence'])}"
                      f" (fixed, whatever the context)")
@@ -603,9 +649,10 @@ def main(argv: list[str] | None = None) -> int:
                                                   name or "", args.vllm_entry, **settings)
         overhead = parse_bytes(args.overhead, allow_zero=True) if args.overhead is not None else None
         if cfg is not None:
+            raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
             r = report(cfg, context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name,
                        dtype=args.dtype, kv_dtype=args.kv_dtype, engine=engine, overhead_bytes=overhead,
-                       max_tp=args.max_tp, max_pp=args.max_pp)
+                       max_tp=args.max_tp, max_pp=args.max_pp, quant=read_quantisation(raw))
             r["notes"] = notes
         else:
             raw = json.loads(Path(args.config).read_text(encoding="utf-8"))

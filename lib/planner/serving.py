@@ -180,9 +180,12 @@ class GPUPlan:
 
 
 def _stage_loads(cfg: ModelConfig, t: int, stages: list[range], context: int, dtype: str, kv_dtype: str,
-                 replicate_weights: bool) -> list[tuple[float, float, bool]]:
-    """Per stage: (weight bytes per GPU, KV bytes per sequence per GPU, is last stage)."""
+                 replicate_weights: bool, layer_rate: float | None = None) -> list[tuple[float, float, bool]]:
+    """Per stage: (weight bytes per GPU, KV bytes per sequence per GPU, is last stage). ``layer_rate``: bytes per
+    parameter of the decoder layers when they are stored quantised (the token table and head then stay at
+    ``dtype``)."""
     p, p_kv = bytes_per_element(dtype), bytes_per_element(kv_dtype)
+    p_layer = p if layer_rate is None else layer_rate
     share, rep = _kv_share(cfg, t)
     kv_rep = 1 if cfg.kv_lora_rank is not None else rep
     _, kv_layer = attention_parameters(cfg)
@@ -193,11 +196,12 @@ def _stage_loads(cfg: ModelConfig, t: int, stages: list[range], context: int, dt
     out = []
     for s, layers in enumerate(stages):
         first, last = s == 0, s == len(stages) - 1
-        n = sum(layer_parameters(cfg, i) + kv_layer * (kv_rep - 1) for i in layers)
-        n += embed if first else 0
+        norms = cfg.norms_per_layer * norm_parameters(cfg) * len(layers)  # norms stay at dtype when quantised
+        n = (sum(layer_parameters(cfg, i) + kv_layer * (kv_rep - 1) for i in layers) - norms) * p_layer + norms * p
+        n += embed * p if first else 0
         if last:  # final norm and output head; a tied head on a separate last stage still needs its own copy
-            n += norm_parameters(cfg) + (head if not cfg.tie_embeddings or not first else 0)
-        w = n * p if replicate_weights else n * p / t
+            n += (norm_parameters(cfg) + (head if not cfg.tie_embeddings or not first else 0)) * p
+        w = n if replicate_weights else n / t
         kv = per_layer_kv * share * sum(cached_tokens(context, windows[i]) for i in layers)
         out.append((w, kv, last))
     return out
@@ -247,11 +251,14 @@ def _search(*, n_layers: int, tp_degrees: list[int], loads: StageLoads, total_by
 
 
 def _plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes: int, fraction: float,
-          overhead, dtype: str, kv_dtype: str, replicate_weights: bool, max_tp: int, max_pp: int) -> GPUPlan:
+          overhead, dtype: str, kv_dtype: str, replicate_weights: bool, max_tp: int, max_pp: int,
+          layer_rate: float | None = None, weights_bytes: float | None = None) -> GPUPlan:
     """:func:`_search` over the hand-written description ``cfg``."""
-    total = parameter_count(cfg).total * bytes_per_element(dtype) + model_kv_cache_bytes(cfg, context, users, kv_dtype)
+    w = parameter_count(cfg).total * bytes_per_element(dtype) if weights_bytes is None else weights_bytes
+    total = w + model_kv_cache_bytes(cfg, context, users, kv_dtype)
     return _search(n_layers=cfg.n_layers, tp_degrees=valid_tp_degrees(cfg.n_heads, cfg.n_kv_heads, max_tp),
-                   loads=lambda t, stages: _stage_loads(cfg, t, stages, context, dtype, kv_dtype, replicate_weights),
+                   loads=lambda t, stages: _stage_loads(cfg, t, stages, context, dtype, kv_dtype, replicate_weights,
+                                                        layer_rate),
                    total_bytes=total, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
                    fraction=fraction, overhead=overhead, max_tp=max_tp, max_pp=max_pp)
 
@@ -269,6 +276,8 @@ def plan_gpus(
     replicate_weights: bool = False,
     max_tp: int = 64,
     max_pp: int = 1,
+    layer_rate: float | None = None,
+    weights_bytes: float | None = None,
 ) -> GPUPlan:
     r"""The fewest GPUs that serve ``users`` concurrent sequences of ``context`` tokens, with a fixed
     ``overhead_bytes`` per GPU subtracted from ``memory_fraction`` of its memory before weights and cache.
@@ -278,6 +287,9 @@ def plan_gpus(
     stage decides), :math:`s = \lfloor (u - w) / b_\text{seq} \rfloor`, and :math:`\lceil \text{users}/s \rceil`
     replicas; the smallest total wins (ties: fewer stages, then the smaller ``t``). :func:`serving_plan` applies
     vLLM's accounting instead of a fixed overhead. Raises ``ValueError`` if nothing fits even one sequence.
+
+    Quantised weights: ``layer_rate`` bytes per decoder-layer parameter (scales included) with the token table and
+    head at ``dtype``, and ``weights_bytes`` the whole model's bytes (:mod:`lib.planner.quant`).
     """
     users = as_count(users, "users")
     context = as_count(context, "context")
@@ -294,7 +306,8 @@ def plan_gpus(
         )
     return _plan(cfg, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, fraction=memory_fraction,
                  overhead=lambda t, last: overhead_bytes, dtype=dtype, kv_dtype=kv_dtype,
-                 replicate_weights=replicate_weights, max_tp=max_tp, max_pp=max_pp)
+                 replicate_weights=replicate_weights, max_tp=max_tp, max_pp=max_pp, layer_rate=layer_rate,
+                 weights_bytes=weights_bytes)
 
 
 #: The vLLM release whose defaults the plans follow (V1 engine, ``EngineArgs.get_batch_defaults``).
@@ -346,13 +359,14 @@ class ServingAssumptions:
             f" {self.max_num_batched_tokens} batched tokens and {self.max_num_seqs} sampled sequences"
             f" (defaults of {VLLM_VERSION} for this card unless given)",
             f"non-torch memory {self.non_torch_bytes / GiB:.2f} GiB per GPU (assumed; vLLM measures it at start-up)",
-            "CUDA-graph memory not modelled; weights in the stated dtype, quantisation scales not counted",
+            "CUDA-graph memory not modelled; quantised weights counted with their scales as the checkpoint stores"
+            " them",
         ]
 
 
 def serving_plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes: int, dtype: str = "bf16",
                  kv_dtype: str | None = None, assumptions: ServingAssumptions | None = None, max_tp: int = 64,
-                 max_pp: int = 1) -> GPUPlan:
+                 max_pp: int = 1, layer_rate: float | None = None, weights_bytes: float | None = None) -> GPUPlan:
     """The fewest GPUs under vLLM's memory accounting (module docstring): per GPU, ``utilization × memory`` minus
     the weights, :func:`activation_peak_bytes` (logits on the last pipeline stage only) and the non-torch memory
     is the KV budget. ``max_pp=1``: tensor parallelism only; larger: tensor × pipeline plans too."""
@@ -370,16 +384,19 @@ def serving_plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes
 
     return _plan(cfg, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
                  fraction=a.gpu_memory_utilization, overhead=overhead, dtype=dtype, kv_dtype=kv_dtype,
-                 replicate_weights=False, max_tp=max_tp, max_pp=max_pp)
+                 replicate_weights=False, max_tp=max_tp, max_pp=max_pp, layer_rate=layer_rate,
+                 weights_bytes=weights_bytes)
 
 
 def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: int, dtype: str,
-                        kv_dtype: str) -> list[tuple[float, float, bool]]:
+                        kv_dtype: str, stored: tuple[list[float], float, float] | None = None
+                        ) -> list[tuple[float, float, bool]]:
     """Per stage of the engine's description: (weight bytes per GPU, cache bytes per sequence per GPU, is last).
 
     The same rules as the hand-written description's: every matrix split ``t`` ways, key/value projections and
     their cache replicated on ``t / n_kv_heads`` GPUs when ``t`` exceeds the key/value heads, a latent cached whole
-    on every GPU; a recurrent layer's fixed state split like its heads."""
+    on every GPU; a recurrent layer's fixed state split like its heads. ``stored``: (bytes of each layer, before
+    the layers, after them) as a quantised checkpoint stores them (:func:`lib.planner.engine.weight_bytes`)."""
     p, p_kv = bytes_per_element(dtype), bytes_per_element(kv_dtype)
     latent = any(layer.kind == "latent" for layer in em.layers)
 
@@ -390,14 +407,23 @@ def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: i
     for s, stage in enumerate(stages):
         first, last = s == 0, s == len(stages) - 1
         layers = [em.layers[i] for i in stage]
-        n = sum(layer.params + layer.kv_projection * (rep(layer) - 1) for layer in layers)
-        n += em.first_params if first else 0
-        if last:  # final norm and output head; a tied head on a separate last stage needs its own copy
-            n += em.last_params + (em.tied_head if not first else 0)
+        if stored is None:
+            n = sum(layer.params + layer.kv_projection * (rep(layer) - 1) for layer in layers)
+            n += em.first_params if first else 0
+            if last:  # final norm and output head; a tied head on a separate last stage needs its own copy
+                n += em.last_params + (em.tied_head if not first else 0)
+            n *= p
+        else:
+            per_layer, before, after = stored
+            n = sum(per_layer[i] + em.layers[i].kv_projection * (rep(em.layers[i]) - 1)
+                    * per_layer[i] / max(em.layers[i].params, 1) for i in stage)
+            n += before if first else 0
+            if last:
+                n += after + (em.tied_head * p if not first else 0)
         kv = sum(layer.kv_per_token * cached_tokens(context, layer.window) * (1.0 if latent else rep(layer) / t)
                  for layer in layers) * p_kv
         kv += sum(layer.state for layer in layers) * p_kv / t
-        out.append((n * p / t, kv, last))
+        out.append((n / t, kv, last))
     return out
 
 
@@ -418,7 +444,8 @@ def engine_activation_peak_bytes(em: EngineModel, tokens: int = 8192, sequences:
 
 def engine_plan(em: EngineModel, *, users: int, context: int, gpu_memory_bytes: int, dtype: str = "bf16",
                 kv_dtype: str | None = None, assumptions: ServingAssumptions | None = None,
-                overhead_bytes: float | None = None, max_tp: int = 64, max_pp: int = 1) -> GPUPlan:
+                overhead_bytes: float | None = None, max_tp: int = 64, max_pp: int = 1,
+                stored: tuple[list[float], float, float] | None = None) -> GPUPlan:
     """:func:`serving_plan` (or, with ``overhead_bytes``, :func:`plan_gpus`) for a model the engine read: the same
     search over tensor-parallel degrees (which must divide the attention heads) and pipeline stages, each stage
     holding its layers' parameters, per-token cache (each layer with its window) and recurrent state."""
@@ -439,9 +466,10 @@ def engine_plan(em: EngineModel, *, users: int, context: int, gpu_memory_bytes: 
         def overhead(t: int, last: bool) -> float:
             return fixed
     per_seq = sum(layer.kv_per_token * cached_tokens(context, layer.window) + layer.state for layer in em.layers)
-    total = em.total * bytes_per_element(dtype) + users * per_seq * p_kv
+    weights = em.total * bytes_per_element(dtype) if stored is None else sum(stored[0]) + stored[1] + stored[2]
+    total = weights + users * per_seq * p_kv
     degrees = valid_tp_degrees(em.n_heads, em.n_kv_heads, max_tp) if em.n_heads else [1]
     return _search(n_layers=len(em.layers), tp_degrees=degrees,
-                   loads=lambda t, stages: _engine_stage_loads(em, t, stages, context, dtype, kv_dtype),
+                   loads=lambda t, stages: _engine_stage_loads(em, t, stages, context, dtype, kv_dtype, stored),
                    total_bytes=total, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
                    fraction=fraction, overhead=overhead, max_tp=max_tp, max_pp=max_pp)
