@@ -36,7 +36,8 @@ def test_download_holds_the_code_and_the_set_up(tmp_path: Path) -> None:
     assert all(n.startswith(f"{DOWNLOAD_FOLDER}/") for n in names)
     rel = {n.removeprefix(f"{DOWNLOAD_FOLDER}/") for n in names}
     for needed in ["README.md", "pyproject.toml", "requirements.txt", "requirements.lock", "lib/__init__.py",
-                   "lib/book/widgets.py", CHAPTER, "chapters/errata/__init__.py"]:
+                   "lib/book/widgets.py", CHAPTER, "chapters/errata/__init__.py", "jupyter_config/book_contents.py",
+                   "jupyter_config/jupyter_server_config.py"]:
         assert needed in rel, f"{needed} is not in the download"
     assert not [n for n in rel if "__pycache__" in n or n.endswith(".pyc") or n.startswith((".venv", "_build"))]
 

@@ -22,10 +22,9 @@ from its pip package into the built site: no CDN, no npm.
 front page): one folder, ``transformer-book/``, holding ``lib/``, every chapter notebook of the table of
 contents with the files its code reads (``chapters/errata/``, the model configs under ``tests/fixtures/``: the
 same list ``tools/chapters.py`` hashes), ``requirements.txt``, ``requirements.lock``, ``README.md``,
-``pyproject.toml`` and ``_ext/book_jupyter.py`` (JupyterLab's glue fallback). Unpacked and set up as the
-README says (``python -m venv .venv``, ``pip install -r requirements.lock``, ``pip install -e .``), a chapter
-runs from that folder. ``tests/test_download.py`` unpacks
-it and executes a chapter there.
+``pyproject.toml`` and ``jupyter_config/`` (JupyterLab's settings: the glued numbers in the prose). Unpacked
+and set up as the README says (``python -m venv .venv``, ``pip install -r requirements.lock``, ``pip install -e
+.``), a chapter runs from that folder. ``tests/test_download.py`` unpacks it and executes a chapter there.
 
 Usage: ``python tools/build_book.py [--strict] [--output DIR]``. ``BOOK_WIDGETS=static`` is set for the
 chapters' kernels so ``lib.book.widgets`` draws figures instead of sliders (see that module).
@@ -52,7 +51,8 @@ BUILD = ROOT / "_build"
 DOWNLOAD = "book-code.zip"
 DOWNLOAD_FOLDER = "transformer-book"
 DOWNLOAD_TOP_FILES = ("README.md", "pyproject.toml", "requirements.txt", "requirements.lock",
-                      "_ext/book_jupyter.py")  # the last: JupyterLab shows the glued numbers (see the README)
+                      "jupyter_config/jupyter_server_config.py",  # JupyterLab shows the glued numbers (README)
+                      "jupyter_config/book_contents.py")
 _NOT_SHIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis", ".ruff_cache"}
 
 

@@ -22,7 +22,7 @@ T_START=$SECONDS
 # shellcheck source=tools/steps.sh
 . tools/steps.sh
 
-step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
+step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext jupyter_config
 step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
@@ -30,7 +30,7 @@ step reader-layer "$PY" tools/check_reader_layer.py
 # The tools' end-to-end tests (marked "tools": a probe book built three times, the download run, the other machine's
 # settings) run only when a tool, the configuration, the requirements or those tests changed since BASE; make test
 # always runs them. A second -m replaces the first (pytest keeps the last).
-TOOL_PATHS=(tools _ext .ci Makefile _config.yml _toc.yml pyproject.toml requirements.txt requirements.lock
+TOOL_PATHS=(tools _ext jupyter_config .ci Makefile _config.yml _toc.yml pyproject.toml requirements.txt requirements.lock
             tests/conftest.py tests/test_stale_outputs.py tests/test_download.py tests/test_other_machine.py)
 tool_changes=$( (git diff --name-only "$BASE" -- "${TOOL_PATHS[@]}"; git ls-files --others --exclude-standard -- \
   "${TOOL_PATHS[@]}") | head -n 1)

@@ -109,13 +109,12 @@ mkdir -p .venv/etc/ipython
 echo 'c.IPKernelApp.log_level = "ERROR"  # written by tools/setup.sh' > .venv/etc/ipython/ipython_kernel_config.py
 
 # JupyterLab (`.venv/bin/jupyter lab`) shows the glued numbers in the chapters' prose: jupyterlab-myst renders the
-# MyST but does not know myst-nb's glue, so _ext/book_jupyter.py's contents manager puts the stored values in.
+# MyST but does not know myst-nb's glue, so the book's contents manager puts the stored values in. Its settings are
+# the repository's jupyter_config/jupyter_server_config.py, which this environment's configuration loads.
 mkdir -p .venv/etc/jupyter
 cat > .venv/etc/jupyter/jupyter_server_config.py <<PYEOF
-# written by tools/setup.sh: the book's contents manager (_ext/book_jupyter.py) for .venv/bin/jupyter lab
-import sys
-sys.path.insert(0, "$(pwd)/_ext")
-c.ServerApp.contents_manager_class = "book_jupyter.BookContentsManager"
+# written by tools/setup.sh: the book's JupyterLab settings
+load_subconfig("$(pwd)/jupyter_config/jupyter_server_config.py")  # noqa: F821
 PYEOF
 
 # Debian's package $1 through apt-get, as root or with sudo, for $2 (what needs it); when this machine has neither

@@ -42,7 +42,7 @@ if [ ! -x "$PY" ]; then
   exit 2
 fi
 
-step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext
+step lint "$PY" -m ruff check lib tests tools benchmarks chapters _ext jupyter_config
 step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py

@@ -1,8 +1,9 @@
 """A chapter read in a real JupyterLab: it runs top to bottom, its prose shows numbers and roles, its slider works.
 
-The test starts ``jupyter lab`` on 127.0.0.1 with a token (the repository's ``.venv``; the book's contents
-manager ``_ext/book_jupyter.py``, as ``tools/setup.sh`` configures it), on a temporary copy of one chapter (so
-no autosave can touch the stored outputs), and opens it in the browser tests' Chromium. Then:
+The test starts ``jupyter lab`` on 127.0.0.1 with a token (the repository's ``.venv``; the book's settings,
+``jupyter_config/jupyter_server_config.py``, which ``tools/setup.sh`` makes ``.venv/bin/jupyter lab`` load), on a
+temporary copy of one chapter (so no autosave can touch the stored outputs), and opens it in the browser tests'
+Chromium. Then:
 
 - before running: the prose shows the glued numbers (no ``{glue:text}`` left) and jupyterlab-myst has rendered
   the MyST roles and directives (no raw ``{ref}``/``{eq}``/``{numref}``/``{cite:p}`` text, no raw fences);
@@ -46,7 +47,7 @@ def lab(tmp_path_factory) -> tuple[str, str]:
     (root / "chapters").mkdir()
     shutil.copy(ROOT / CHAPTER, root / CHAPTER)
     port, token = _free_port(), secrets.token_hex(16)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), str(ROOT / "_ext")]),
+    env = dict(os.environ, PYTHONPATH=str(ROOT),
                JUPYTERLAB_SETTINGS_DIR=str(root / ".settings"), JUPYTERLAB_WORKSPACES_DIR=str(root / ".ws"),
                JUPYTER_RUNTIME_DIR=str(root / ".runtime"))
     env.pop("BOOK_WIDGETS", None)  # the kernel decides: started by a server, so interactive
@@ -54,7 +55,7 @@ def lab(tmp_path_factory) -> tuple[str, str]:
     proc = subprocess.Popen(
         [str(Path(sys.executable).parent / "jupyter-lab"), "--no-browser", "--ServerApp.ip=127.0.0.1",
          f"--ServerApp.port={port}", f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}",
-         "--ServerApp.contents_manager_class=book_jupyter.BookContentsManager",
+         f"--config={ROOT / 'jupyter_config' / 'jupyter_server_config.py'}",
          "--LabApp.expose_app_in_browser=True", "--ServerApp.open_browser=False", "--allow-root"],
         cwd=root, env=env, stdout=log, stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}/"

@@ -8,9 +8,8 @@ replaced by the value the notebook's stored outputs hold (formatted as the role 
 the same value the HTML and the PDF show; the cell's original source is kept in its metadata
 (``book_glue_source``) and put back when the notebook is saved, unless the reader edited that cell.
 
-Enabled for ``.venv/bin/jupyter lab`` by ``tools/setup.sh`` (``.venv/etc/jupyter/jupyter_server_config.py``),
-or by hand: ``jupyter lab --ServerApp.contents_manager_class=book_jupyter.BookContentsManager`` with ``_ext``
-on ``PYTHONPATH``.
+Enabled by ``jupyter_server_config.py`` beside this file, which ``tools/setup.sh`` makes ``.venv/bin/jupyter lab``
+load; elsewhere ``jupyter lab --config jupyter_config/jupyter_server_config.py``.
 """
 
 from __future__ import annotations
