@@ -103,14 +103,15 @@ def scale_not_unique() -> dict[str, str]:
     """sqrt(d_k) is the constant giving unit variance (sympy), not the only width-independent one, nor needed."""
     c, d_k = sp.symbols("c d_k", positive=True)
     assert sp.solve(sp.Eq(c**2 * d_k, 1), c) == [1 / sp.sqrt(d_k)]  # Var(c q.k) = c^2 d_k
-    scores = sample_dot_products(np.random.default_rng(1), 200_000, 64)[0] / 8
+    d = 64
+    scores = sample_dot_products(np.random.default_rng(1), 200_000, d)[0] / np.sqrt(d)
     var_half = (scores / 2).var()  # dividing by 2 sqrt(d_k): 1/4 at every width
     assert abs(scores.var() - 1) < 0.02 and abs(var_half - 0.25) < 0.005
     rng = np.random.default_rng(7)
     x = rng.standard_normal((6, 32))
-    w_q, w_k, w_v = (rng.standard_normal((32, 64)) / np.sqrt(32) for _ in range(3))
+    w_q, w_k, w_v = (rng.standard_normal((32, d)) / np.sqrt(32) for _ in range(3))
     scaled, _ = att.attention(x @ w_q, x @ w_k, x @ w_v)
-    folded, _ = att.attention(x @ (w_q / 8), x @ w_k, x @ w_v, scale=1.0)  # no scale, W_Q divided by sqrt(64)
+    folded, _ = att.attention(x @ (w_q / np.sqrt(d)), x @ w_k, x @ w_v, scale=1.0)  # no scale; W_Q divided instead
     agree(folded, scaled, TOL)
     return {"half": fixed(var_half, 2)}
 
@@ -135,11 +136,11 @@ def divide_by_d_k() -> dict[str, str]:
 def size_eight() -> dict[str, str]:
     """At d_k = 64 the raw products have standard deviation 8 (mean size 6.4), and how one-hot rows are depends
     on the number of keys."""
-    g = np.random.default_rng(1)
-    mean_abs = np.abs(8 * g.standard_normal(200_000)).mean()
-    peak = {n: softmax(8 * np.random.default_rng(0).standard_normal((2000, n))).max(axis=1).mean()
+    sd = np.sqrt(64)  # the standard deviation of q.k at d_k = 64
+    mean_abs = np.abs(sd * np.random.default_rng(1).standard_normal(200_000)).mean()
+    peak = {n: softmax(sd * np.random.default_rng(0).standard_normal((2000, n))).max(axis=1).mean()
             for n in (16, 1024)}
-    assert abs(mean_abs - 8 * np.sqrt(2 / np.pi)) < 0.05 and peak[16] > peak[1024]
+    assert abs(mean_abs - sd * np.sqrt(2 / np.pi)) < 0.05 and peak[16] > peak[1024]
     return {"mean_abs": fixed(mean_abs, 1), "peak16": fixed(peak[16], 2), "peak1024": fixed(peak[1024], 2),
             "short": count(16)}
 
