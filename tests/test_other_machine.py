@@ -21,10 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = pytest.mark.tools  # make check runs it only when a tool or the configuration changed
 ENV_FILE = ROOT / "tools" / "other_machine.env"
 
-PROBE = r"""
+NUMPY_PROBE = r"""
 import hashlib, json
 import numpy as np
-import torch
 
 rng = np.random.default_rng(0)
 a = rng.standard_normal((257, 513)).astype(np.float32)
@@ -36,17 +35,23 @@ def h(arr):
     return hashlib.sha256(np.ascontiguousarray(arr).tobytes()).hexdigest()
 
 
-print(json.dumps({
+out = {
     "numpy_matmul_f32": h(a @ b),
     "numpy_matmul_f64": h(a.astype(np.float64) @ b.astype(np.float64)),
     "numpy_exp_f32": h(np.exp(a)),
+}
+"""
+TORCH_PROBE = NUMPY_PROBE + r"""
+import torch
+
+out |= {
     "torch_matmul_f32": h((torch.from_numpy(a) @ torch.from_numpy(b)).numpy()),
     "torch_softmax_f32": h(torch.softmax(torch.from_numpy(a), dim=-1).numpy()),
     "torch_sum_f32": h(torch.from_numpy(x).sum().numpy()),
-}))
+}
 """
-
-# Which result each setting must change on this machine kind (two cores, AVX-512).
+# Which result each setting must change on this machine kind (two cores, AVX-512); a NumPy setting is probed
+# without importing torch.
 GOVERNS = {
     "ATEN_CPU_CAPABILITY": "torch_softmax_f32",
     "MKL_CBWR": "torch_matmul_f32",
@@ -74,9 +79,10 @@ def _clean_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in GOVERNS}
 
 
-def _probe(extra: dict[str, str]) -> dict[str, str]:
-    env = {**_clean_env(), **extra}
-    proc = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
+def _probe(extra: dict[str, str], torch: bool = True) -> dict[str, str]:
+    code = (TORCH_PROBE if torch else NUMPY_PROBE) + "\nprint(json.dumps(out))\n"
+    proc = subprocess.run([sys.executable, "-c", code], env={**_clean_env(), **extra}, capture_output=True,
+                          text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return json.loads(proc.stdout)
 
@@ -100,8 +106,8 @@ def test_setting_changes_the_bits_it_governs(name: str, native: dict[str, str]) 
         pytest.fail(f"{name} has a probe but is not set in {ENV_FILE}")
     if name in THREAD_SETTINGS and (os.cpu_count() or 1) < 2:
         pytest.skip("one core: the native thread count is already 1")
-    changed = _probe({name: value})
     key = GOVERNS[name]
+    changed = _probe({name: value}, torch=key.startswith("torch"))
     assert changed[key] != native[key], f"{name}={value} does not change {key}: it simulates nothing"
 
 
