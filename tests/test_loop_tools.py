@@ -121,7 +121,7 @@ def test_steps_record_cpu_seconds(tmp_path: Path) -> None:
     """tools/steps.sh records each step's CPU seconds (its processes' user + system time), not the shell's."""
     script = tmp_path / "s.sh"
     script.write_text(f". {ROOT / 'tools' / 'steps.sh'}\n"
-                      "step busy python3 -c 'sum(range(100_000_000))'\nstep idle sleep 1\n"
+                      "step busy python3 -c 'import time\nwhile time.process_time() < 1.2: pass'\nstep idle sleep 1\n"
                       "printf '%s\\n' \"${summary[@]}\"\n")
     out = subprocess.run(["bash", str(script)], capture_output=True, text=True, check=True).stdout
     busy, idle = _tool("time_test").parse_summary("Summary:\n" + out)
@@ -178,7 +178,8 @@ def test_background_steps_are_recorded_with_their_own_status_and_cpu(tmp_path: P
     script = tmp_path / "s.sh"
     script.write_text(f". {ROOT / 'tools' / 'steps.sh'}\n"
                       f"D={tmp_path}\n"
-                      "job() { bg_run \"$D\" busy python3 -c 'sum(range(100_000_000)); print(\"busy says hi\")'\n"
+                      "job() { bg_run \"$D\" busy python3 -c 'import time\nwhile time.process_time() < 1.2: pass\n"
+                      "print(\"busy says hi\")'\n"
                       "        bg_run \"$D\" broken sh -c 'exit 3'; }\n"
                       "in_background job\n"
                       "wait $!\n"

@@ -27,9 +27,9 @@ step stale-outputs "$PY" tools/chapters.py check
 step prose-numbers "$PY" tools/check_prose_numbers.py
 step equations "$PY" tools/check_equations.py
 step reader-layer "$PY" tools/check_reader_layer.py
-# The tools' end-to-end tests (marked "tools": a probe book built three times, the download run, the other machine's
-# settings) run only when a tool, the configuration, the requirements or those tests changed since BASE; make test
-# always runs them. A second -m replaces the first (pytest keeps the last).
+# The tools' end-to-end tests (marked "tools": a probe book built once, a chapter executed by tools/chapters.py, the
+# download run, the other machine's settings) run only when a tool, the configuration, the requirements or those
+# tests changed since BASE; make test always runs them. A second -m replaces the first (pytest keeps the last).
 TOOL_PATHS=(tools _ext jupyter_config .ci Makefile _config.yml _toc.yml pyproject.toml requirements.txt requirements.lock
             tests/conftest.py tests/test_stale_outputs.py tests/test_download.py tests/test_other_machine.py)
 tool_changes=$( (git diff --name-only "$BASE" -- "${TOOL_PATHS[@]}"; git ls-files --others --exclude-standard -- \
