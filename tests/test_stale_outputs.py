@@ -265,6 +265,11 @@ def test_text_that_code_reads_is_an_input(tmp_path: Path) -> None:
     assert _stale(ch, [path], tmp_path) == {"chapters/a.ipynb": ["lib/b.py"]}
     b.write_text(before)
 
+    b.write_text("import argparse\n\nY = 1\nHELP = [a.help for a in argparse.ArgumentParser()._actions]  # x\n")
+    _stamp(ch, path, tmp_path)  # an argparse action's help is no docstring: a comment is still no change
+    _edit(b, "# x", "# y")
+    assert _stale(ch, [path], tmp_path) == {}
+
     b.write_text("Y = 1\n")
     nb = nbformat.read(path, as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell("import inspect\nprint(inspect.getsource(lib.a))"))

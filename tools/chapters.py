@@ -119,13 +119,13 @@ def code_key(text: str, docstrings: bool = False) -> str:
 
 
 def reads_text(tree: ast.AST, doc_attribute: bool = False) -> bool:
-    """Whether code reads docstrings or source at run time: names its own ``__doc__``, or ``help``,
-    ``getdoc``/``getsource``/``getsourcelines``/``getcomments`` or ``pydoc`` (a call, an attribute or an
+    """Whether code reads docstrings or source at run time: names its own ``__doc__``, or ``help`` (the built-in),
+    ``getdoc``/``getsource``/``getsourcelines``/``getcomments`` or ``pydoc`` (a name, an attribute or an
     import); with ``doc_attribute`` also any ``x.__doc__`` (a chapter's cells; a module that copies a caller's
     docstring onto a wrapper shows none of its own)."""
     for node in ast.walk(tree):
         if (isinstance(node, ast.Name) and node.id in READS_TEXT | {"__doc__"}
-                or isinstance(node, ast.Attribute) and (node.attr in READS_TEXT
+                or isinstance(node, ast.Attribute) and (node.attr in READS_TEXT - {"help"}  # not argparse's
                                                         or doc_attribute and node.attr == "__doc__")
                 or isinstance(node, ast.alias) and node.name.split(".")[0] in READS_TEXT
                 or isinstance(node, ast.ImportFrom) and node.module == "pydoc"):
