@@ -20,7 +20,7 @@ from lib.sizing import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
-FILES = sorted(FIXTURES.glob("*.config.json"))
+FILES = sorted(FIXTURES.rglob("*.config.json"))  # encoder-decoders and published checkpoints too
 BAD_VALUES = ["4096x", -64, None, [4096], 0.5, True, 0]
 WIDTH = ("hidden_size", "d_model", "n_embd", "num_hidden_layers", "num_layers", "n_layer")
 
@@ -38,7 +38,7 @@ def _corrupt(raw: dict, value: object) -> tuple[dict, str]:
     return raw, "hidden_size"
 
 
-@pytest.mark.parametrize("path", FILES, ids=[f.name.removesuffix(".config.json") for f in FILES])
+@pytest.mark.parametrize("path", FILES, ids=[str(f.relative_to(FIXTURES)).removesuffix(".config.json") for f in FILES])
 def test_one_corrupted_field_one_line(path: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     value = BAD_VALUES[FILES.index(path) % len(BAD_VALUES)]
     raw, field = _corrupt(json.loads(path.read_text()), value)

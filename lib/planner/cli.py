@@ -95,6 +95,13 @@ JSON_KEYS: dict[str, str] = {
     "flops_per_token": "attention, projections, ffn, lm_head, total: forward FLOPs of one token at the context"
                        " (null for a model read by transformers only)",
     "crossover_context": "context at which attention-score FLOPs equal feed-forward FLOPs (null: as above)",
+    "encoder_decoder": "null for a decoder-only model; for an encoder-decoder (BART, T5, Whisper, BLIP):"
+                       " encoder_params (the encoder or image/audio tower, a table it shares with the decoder"
+                       " included), decoder_layers, source_tokens (what the cross-attention caches per request:"
+                       " Whisper's 1,500 positions of one 30-second window, an image's patches, a text encoder's"
+                       " longest input), self_attention_bytes_per_generated_token,"
+                       " cross_attention_bytes_per_source_token, cross_attention_bytes_per_request (included in"
+                       " state_bytes_per_sequence)",
     "serving": "engine settings (vllm_version, gpu_memory_utilization, max_num_batched_tokens, max_num_seqs,"
                " non_torch_bytes, overhead_bytes), activation_peak_bytes, assumptions (list of strings), and the plans"
                " tensor_parallel and tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas,"
@@ -304,6 +311,15 @@ def engine_report(
                 if isinstance(mpe, int) and context > mpe else [])
     kinds = {layer.kind for layer in em.layers}
     heads, kv_heads = raw.get("num_attention_heads"), raw.get("num_key_value_heads", raw.get("num_attention_heads"))
+    if em.source_tokens:  # an encoder-decoder: the decoder's heads as built
+        heads, kv_heads = em.n_heads, em.n_kv_heads
+    cross = sum(layer.cross_kv_per_token for layer in em.layers)
+    seq2seq = ({"encoder_params": em.encoder_params, "decoder_layers": len(em.layers),
+                "source_tokens": em.source_tokens,
+                "self_attention_bytes_per_generated_token": _whole(eng_mod.kv_bytes_per_token(em, kv_dtype)),
+                "cross_attention_bytes_per_source_token": _whole(cross * bytes_per_element(kv_dtype)),
+                "cross_attention_bytes_per_request": _whole(cross * em.source_tokens * bytes_per_element(kv_dtype))}
+               if em.source_tokens else None)
     if "latent" in kinds:
         attention = "latent"
     elif kinds & {"mamba", "linear_attention", "conv", "hybrid"}:
@@ -339,6 +355,7 @@ def engine_report(
         "total_bytes": total,
         "flops_per_token": None,
         "crossover_context": None,
+        "encoder_decoder": seq2seq,
         "serving": _serving(
             lambda pp: engine_plan(em, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=base,
                                    kv_dtype=kv_dtype, assumptions=engine, overhead_bytes=overhead_bytes,
@@ -433,6 +450,7 @@ def report(
         "flops_per_token": {"attention": fl.attention, "projections": fl.projections, "ffn": fl.ffn,
                             "lm_head": fl.lm_head, "total": fl.total},
         "crossover_context": model_crossover_length(cfg),
+        "encoder_decoder": None,
         "serving": _serving(plan, engine, overhead_bytes, max_pp,
                             activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs, base),
                             gpu_notes + ([f"hand-written reader: {q.description}; the scales of every matrix counted"
@@ -499,9 +517,20 @@ def format_report(r: dict[str, Any]) -> str:
         " each layer holding at most its window)",
     ]
     if r.get("checkpoint_bytes") and r["checkpoint_bytes"] != r["weights_bytes"]:
-        lines.append(f"checkpoint as published (model.safetensors.index.json's total_size):"
-                     f" {format_bytes(r['checkpoint_bytes'])}")
-    if r["state_bytes_per_sequence"]:
+        lines.append(f"checkpoint as published (its safetensors as stored, the config's torch_dtype for"
+                     f" unquantised tensors): {format_bytes(r['checkpoint_bytes'])}")
+    ed = r.get("encoder_decoder")
+    if ed:
+        lines += [
+            f"encoder-decoder: encoder {ed['encoder_params']:,} parameters, {ed['decoder_layers']} decoder layers;"
+            f" the decoder caches {ed['self_attention_bytes_per_generated_token']:,} B per generated token"
+            f" (self-attention) and {ed['cross_attention_bytes_per_source_token']:,} B per source position"
+            f" (cross-attention)",
+            f"cross-attention cache per request ({w['kv_dtype']}, {ed['source_tokens']:,} source positions):"
+            f" {format_bytes(ed['cross_attention_bytes_per_request'])}",
+        ]
+    if r["state_bytes_per_sequence"] and not (ed and r["state_bytes_per_sequence"]
+                                              == ed["cross_attention_bytes_per_request"]):
         lines.append(f"recurrent state per sequence ({w['kv_dtype']}): {format_bytes(r['state_bytes_per_sequence'])}"
                      f" (fixed, whatever the context)")
     lines.append(f"weights + cache{' + state' if r['state_bytes_per_sequence'] else ''}:"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .units import as_count, bytes_per_element
@@ -53,6 +53,8 @@ class Layer:
     #: exceeds the key/value heads)
     widest: int = 0  #: outputs per token of its widest block (attention or the rest), for the activation estimate
     kv_heads: int = 0  #: key/value heads of its attention (0: none; MiMo-V2-Flash's full and sliding layers differ)
+    cross_kv_per_token: int = 0  #: an encoder-decoder's cross-attention: elements cached per source token (K and V
+    #: of the encoder's output, computed once per request; included in ``state`` at the model's source length)
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,9 @@ class EngineModel:
     tied_head: int = 0  #: parameters of an output head tied to the input table (a separate last pipeline stage
     #: needs its own copy)
     max_positions: int = 0  #: max_position_embeddings as built (0: unknown)
+    encoder_params: int = 0  #: an encoder-decoder's encoder (speech, image or text), part of ``first_params``
+    source_tokens: int = 0  #: source positions the cross-attention caches per request (Whisper: 1,500 per 30-second
+    #: window; an image encoder: its patches; a text encoder: its longest input), 0 for a decoder-only model
     tensors: tuple[tuple[str, tuple[int, ...], bool, int], ...] = ()  #: every parameter once: (name, shape, is a
     #: linear layer's weight or a fused expert tensor, its decoder layer or -1 before the layers, -2 after), what
     #: :func:`weight_bytes` counts as a checkpoint stores it
@@ -145,6 +150,9 @@ def _build(raw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
         autos = [AutoModelForCausalLM, getattr(transformers, "AutoModelForImageTextToText", None)]
         if getattr(cfg, "vision_config", None) is not None:  # the whole checkpoint, not its text decoder alone
             autos.reverse()
+        if getattr(cfg, "is_encoder_decoder", False):  # the whole model: encoder, decoder, cross-attention
+            autos = [getattr(transformers, "AutoModelForSeq2SeqLM", None),
+                     getattr(transformers, "AutoModelForSpeechSeq2Seq", None), *autos]
         for auto in autos:
             if auto is None:
                 continue
@@ -156,12 +164,12 @@ def _build(raw: dict[str, Any]) -> tuple[Any, Any, list[str]]:
     raise EngineError(f"transformers cannot instantiate a {model_type!r} model from it ({'; '.join(errors)})")
 
 
-def _decoder_layers(model: Any, n_layers: int) -> tuple[str, Any]:
+def _decoder_layers(model: Any, n_layers: int, seq2seq: bool = False) -> tuple[str, Any]:
     import torch
 
     found = [(name, mod) for name, mod in model.named_modules()
              if isinstance(mod, torch.nn.ModuleList) and len(mod) == n_layers and not _NOT_TEXT.search(name)
-             and not name.endswith("experts")]
+             and not name.endswith("experts") and (not seq2seq or "decoder" in name)]
     if not found:
         raise EngineError(f"no list of {n_layers} decoder layers found in {type(model).__name__}")
     return min(found, key=lambda x: len(x[0]))
@@ -191,8 +199,15 @@ def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool, int, int,
     """(elements cached per token, latent?, sinks?, key/value projection parameters, attention parameters,
     key/value heads) of one decoder layer's self-attention (zeros when it has none)."""
     for name, sub in layer.named_modules():
-        if re.search(r"(linear_attn|mamba|conv|cross)", name) or _is_linear_attention(sub):
+        if re.search(r"(linear_attn|mamba|conv|cross)", name) or _CROSS.search(name) or _is_linear_attention(sub):
             continue
+        kv = _key_value(sub)
+        if kv is not None and not hasattr(sub, "k_proj"):  # T5's k/v, BERT-style key/value (BLIP's decoder)
+            (k, k_params), (v, v_params) = kv
+            head_dim = (_attr(sub, "key_value_proj_dim") or _attr(sub, "attention_head_size")
+                        or _attr(sub, "head_dim") or _attr(text_cfg, "d_kv")
+                        or text_cfg.hidden_size // text_cfg.num_attention_heads)
+            return k + v, False, False, k_params + v_params, _params(sub), k // int(head_dim)
         sinks = getattr(sub, "sinks", None) is not None
         if hasattr(sub, "kv_a_proj_with_mqa"):
             kv = _out(sub.kv_a_proj_with_mqa)
@@ -216,6 +231,47 @@ def _attention_kv(layer: Any, text_cfg: Any) -> tuple[int, bool, bool, int, int,
                 kv = rows - heads * head_dim
                 return kv, False, sinks, _params(getattr(sub, fused)) * kv // rows, _params(sub), kv // (2 * head_dim)
     return 0, False, False, 0, 0, 0
+
+
+#: names of cross-attention modules (BART/Whisper ``encoder_attn``, T5 ``EncDecAttention``, BLIP ``crossattention``)
+_CROSS = re.compile(r"(^|\.)(encoder_attn|EncDecAttention|crossattention|cross_attn|cross_attention)(\.|$)")
+
+
+def _key_value(sub: Any) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """((key width, its parameters), (value width, its parameters)) of an attention module whose projections are
+    called ``k_proj``/``v_proj``, ``k``/``v`` or ``key``/``value``; None for any other module."""
+    import torch
+
+    for kn, vn in (("k_proj", "v_proj"), ("k", "v"), ("key", "value")):
+        k, v = getattr(sub, kn, None), getattr(sub, vn, None)
+        if isinstance(k, torch.nn.Linear) and isinstance(v, torch.nn.Linear):
+            return (_out(k), _params(k)), (_out(v), _params(v))
+    return None
+
+
+def _cross_kv(layer: Any) -> int:
+    """Elements one decoder layer's cross-attention caches per source token (its K and V of the encoder output)."""
+    for name, sub in layer.named_modules():
+        if _CROSS.search(name):
+            kv = _key_value(sub)
+            if kv is not None:
+                return kv[0][0] + kv[1][0]
+    return 0
+
+
+def _source_tokens(cfg: Any, text: Any) -> int:
+    """Source positions an encoder-decoder's cross-attention holds per request: Whisper's ``max_source_positions``
+    (one 30-second window), an image encoder's patches (+ a class token), else the encoder's longest input."""
+    if getattr(cfg, "max_source_positions", None):
+        return int(cfg.max_source_positions)
+    vision = getattr(cfg, "vision_config", None)
+    if vision is not None and getattr(vision, "image_size", None) and getattr(vision, "patch_size", None):
+        return (int(vision.image_size) // int(vision.patch_size)) ** 2 + 1
+    for key in ("max_position_embeddings", "n_positions"):
+        v = _attr(cfg, key) or _attr(text, key)
+        if isinstance(v, int) and v > 0:
+            return v
+    return 0
 
 
 #: ``config.layer_types`` entries of layers that hold a fixed state and no per-token cache.
@@ -307,8 +363,11 @@ def _message(err: BaseException, limit: int = 240) -> str:
 def _describe(raw: dict[str, Any]) -> EngineModel:
     cfg, model, notes = _build(raw)
     text = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
-    n_layers = int(text.num_hidden_layers)
-    prefix, layers = _decoder_layers(model, n_layers)
+    seq2seq = bool(getattr(cfg, "is_encoder_decoder", False)) or any(
+        _CROSS.search(name) for name, _ in model.named_modules())
+    n_layers = int((_attr(text, "decoder_layers") or _attr(text, "num_decoder_layers") or text.num_hidden_layers)
+                   if seq2seq else text.num_hidden_layers)
+    prefix, layers = _decoder_layers(model, n_layers, seq2seq)
 
     top_k = _top_k(text, n_layers)
     experts_size: dict[str, int] = {}
@@ -364,7 +423,7 @@ def _describe(raw: dict[str, Any]) -> EngineModel:
 
     windows = _windows(text, n_layers)
     shared = _shared_kv(text, n_layers)
-    heads = int(getattr(text, "num_attention_heads", 0) or 0)
+    heads = int(_attr(text, "decoder_attention_heads") or getattr(text, "num_attention_heads", 0) or 0)
     d_model = int(getattr(text, "hidden_size", 0) or 0)
     out, kv_heads = [], 0
     types_declared = getattr(text, "layer_types", None)
@@ -373,6 +432,7 @@ def _describe(raw: dict[str, Any]) -> EngineModel:
     for i, layer in enumerate(layers):
         kv, latent, sinks, kv_proj, attn, layer_kv_heads = _attention_kv(layer, text)
         state, rkind = _recurrent_state(layer)
+        cross = _cross_kv(layer) if seq2seq else 0
         if latent:
             layer_kv_heads = heads
         if shared[i]:
@@ -398,7 +458,17 @@ def _describe(raw: dict[str, Any]) -> EngineModel:
         params, act = per_layer[i]
         widest = max(attn, act - attn) // d_model if d_model else 0
         out.append(Layer(kind=kind, kv_per_token=kv, window=windows[i] if kv else None, state=state, sinks=sinks,
-                         params=params, active=act, kv_projection=kv_proj, widest=widest, kv_heads=layer_kv_heads))
+                         params=params, active=act, kv_projection=kv_proj, widest=widest, kv_heads=layer_kv_heads,
+                         cross_kv_per_token=cross))
+    encoder = source = 0
+    if seq2seq:  # the cross-attention cache is computed once per request: a fixed state at the source length
+        source = _source_tokens(cfg, text)
+        out = [replace(la, state=la.state + la.cross_kv_per_token * source) for la in out]
+        enc = model.get_encoder() if hasattr(model, "get_encoder") else None
+        if enc is not None and enc is not model:
+            encoder = _params(enc)
+        else:  # an image-to-text model: its vision tower
+            encoder = sum(p.numel() for name, p in model.named_parameters() if _NOT_TEXT.search(name))
     embed = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
     head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else None
     tied = (embed is not None and head is not None and getattr(head, "weight", None) is not None
@@ -409,7 +479,8 @@ def _describe(raw: dict[str, Any]) -> EngineModel:
                        d_model=d_model, vocab_size=int(getattr(text, "vocab_size", 0) or 0), n_heads=heads,
                        n_kv_heads=kv_heads or heads, first_params=first, last_params=last,
                        tied_head=embed.weight.numel() if tied else 0,
-                       max_positions=mpe if isinstance(mpe, int) else 0, tensors=tuple(tensors))
+                       max_positions=mpe if isinstance(mpe, int) else 0, tensors=tuple(tensors),
+                       encoder_params=encoder, source_tokens=source)
 
 
 def _top_k(text: Any, n_layers: int) -> list[int] | None:
