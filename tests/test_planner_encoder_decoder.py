@@ -31,7 +31,7 @@ from lib.sizing import main
 FIXTURES = Path(__file__).parent / "fixtures" / "encoder_decoder"
 FILES = sorted(FIXTURES.glob("*.config.json"))
 AUTO = {"bart": AutoModelForSeq2SeqLM, "t5": AutoModelForSeq2SeqLM, "mbart": AutoModelForSeq2SeqLM,
-        "m2m_100": AutoModelForSeq2SeqLM, "whisper": AutoModelForSpeechSeq2Seq,
+        "marian": AutoModelForSeq2SeqLM, "m2m_100": AutoModelForSeq2SeqLM, "whisper": AutoModelForSpeechSeq2Seq,
         "blip": AutoModelForImageTextToText, "llava": AutoModelForImageTextToText}
 
 transformers.logging.set_verbosity_error()
@@ -59,7 +59,7 @@ def _decoder_widths(cfg) -> tuple[int, int]:
     if cfg.model_type == "llava":
         t = cfg.text_config
         return t.num_hidden_layers, 2 * t.num_key_value_heads * (t.hidden_size // t.num_attention_heads)
-    return cfg.decoder_layers, 2 * cfg.d_model  # BART, mBART, M2M-100/NLLB, Whisper: heads x width = d_model
+    return cfg.decoder_layers, 2 * cfg.d_model  # BART, mBART, Marian, M2M-100/NLLB, Whisper: heads x width = d_model
 
 
 @pytest.mark.parametrize("path", FILES, ids=[f.name.removesuffix(".config.json") for f in FILES])
