@@ -146,9 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, default=ROOT / "_static" / "chapter-map.svg")
     args = ap.parse_args(argv)
     fig = draw()
+    smallest = figures.text_px_on_phone(fig)  # the front page shows it at most 440 px wide, 358 px on a phone
+    if smallest < figures.MIN_TEXT_PX:
+        raise SystemExit(f"draw_chapter_map: its smallest text is {smallest:.1f} px on a phone, under "
+                         f"{figures.MIN_TEXT_PX:g} px")
     matplotlib.rcParams["svg.hashsalt"] = "chapter-map"  # the same SVG from the same drawing
     fig.savefig(args.output, format="svg", bbox_inches="tight", pad_inches=0.05, metadata={"Date": None})
-    print(f"draw_chapter_map: wrote {args.output}")
+    print(f"draw_chapter_map: wrote {args.output} (smallest text {smallest:.1f} px on a phone)")
     return 0
 
 
