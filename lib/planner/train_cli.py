@@ -8,10 +8,12 @@
 ``parallelism`` {``gpus``, ``tp``, ``pp``, ``dp``, ``zero``}, ``activation_method``, ``assumptions`` (list of
 strings), and with ``--tokens``: ``tokens``, ``mfu``, ``peak_flops_per_gpu``, ``gpu_hours``.
 
-Activations: the Llama-style families (llama, mistral, qwen2, qwen3) by the closed form of
-:func:`lib.planner.training.llama_activation_bytes`, equal to autograd's saved tensors byte for byte; every
-other family that transformers builds by counting autograd's saved tensors on the meta device
-(:func:`lib.planner.training.meta_saved_bytes`). The mathematics is in :mod:`lib.planner.training`.
+Activations: the peak of one step. The Llama-style families (llama, mistral, qwen2, qwen3) by
+:func:`lib.planner.training.llama_peak_bytes`, which follows the backward pass over what
+:func:`lib.planner.training.llama_activation_bytes` keeps (equal to autograd's saved tensors byte for byte) and
+agrees with torch's memory profiler on small models; every other family that transformers builds from
+autograd's saved tensors counted on the meta device (:func:`lib.planner.training.meta_saved_bytes`). The ZeRO
+rule is :func:`lib.planner.training.shard_states`. The mathematics is in :mod:`lib.planner.training`.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ TRAINING_KEYS = {
     "weights_bytes": "bytes of weights per GPU",
     "gradients_bytes": "bytes of gradients per GPU (trained parameters only)",
     "optimizer_bytes": "bytes of optimizer state per GPU, fp32 master copy included",
-    "activation_bytes": "bytes autograd keeps for the backward pass per GPU (one micro-batch)",
+    "activation_bytes": "peak bytes of activations and backward temporaries per GPU (one micro-batch)",
     "total_bytes_per_gpu": "sum of the four",
     "trainable_parameters": "parameters that receive gradients",
     "parameters": "all parameters",
@@ -238,50 +240,68 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
     p = ACT_BYTES.get(dtype, 2)  # a quantised frozen base computes in bf16
     mt = config["model_type"]
     assumptions: list[str] = [wrapper_note] if wrapper_note else []
+    lora_kw = {"lora_rank": rank, "lora_targets": targets} if rank else {}
+    if rank and mt in T.LLAMA_STYLE:
+        try:
+            T.lora_parameters(T.llama_shape(config), rank, targets)
+        except ValueError as e:
+            raise TrainingInputError(f"--lora-targets: {e}") from None
     if mt in T.LLAMA_STYLE:
         shape = T.llama_shape(config)
         n_params, n_matmul = shape.parameters(), shape.matmul_parameters()
         L, d, attn_width, heads = shape.n_layers, shape.d, shape.n_heads * shape.head_dim, shape.n_heads
         linears = None
-        parts = T.llama_activation_bytes(shape, b, n, p, attention, ckpt)
-        layer_bytes = T.llama_layer_bytes(shape, b, n, p, attention)["total"]
-        outside = parts["total"] - parts["layers"] - parts.get("one layer recomputed", 0)
+        linear_numels = shape.linear_numels()
+        peak = T.llama_peak_bytes(shape, b, n, p, attention, ckpt, **lora_kw)["peak"]
         method = "closed form"
+        assumptions.append("activations: the peak of the step (the loss's fp32 gradients, or the layers below"
+                           " with the layer being differentiated and its backward's temporaries)")
     else:
         model = _meta_model(config, dtype if dtype in ACT_BYTES else "bf16")
         params = {id(q): q.numel() for q in model.parameters()}
         n_params = sum(params.values())
         linears = _linear_shapes(model)
+        linear_numels = [i * o for name, i, o in linears if not name.endswith("lm_head")]
         n_matmul = _active_matmul_parameters(model, linears, config)
         cfg = model.config
         L = config[_n_layers_key(config)]
         d = cfg.hidden_size
         heads = cfg.num_attention_heads
-        attn_width = heads * (getattr(cfg, "head_dim", None) or d // heads)
+        try:  # a config with per-layer head widths refuses the global attribute
+            head_dim = getattr(cfg, "head_dim", None)
+        except Exception:  # noqa: BLE001 - transformers' own error type
+            head_dim = config.get("head_dim")
+        attn_width = heads * (head_dim or d // heads)
         counted = meta_activation_bytes(config, b, n, dtype if dtype in ACT_BYTES else "bf16", heads, attention)
         layer_bytes, outside = counted["per_layer"], counted["outside"]
         method = "meta-device count"
         assumptions += counted["assumptions"]
-        c = len(T.checkpointed_layers(ckpt, L))
-        parts = {"layers": (L - c) * layer_bytes + c * p * b * n * d}
-        if c:
-            parts["one layer recomputed"] = layer_bytes
-    # parallelism: TP splits every layer's activations (with sequence parallelism), PP gives each stage L/pp
-    # layers and, under 1F1B, pp micro-batches in flight on the first stage: L layers' worth in all
-    layer_part = parts["layers"] / tp + parts.get("one layer recomputed", 0) / tp
-    activation = layer_part + outside / tp
+        ck = set(T.checkpointed_layers(ckpt, L))
+        kept = outside + sum(p * b * n * d if i in ck else layer_bytes for i in range(L))
+        below = walk = 0  # the layers' backward: those below, plus the one being differentiated
+        for i in range(L):
+            walk = max(walk, below + (p * b * n * d if i in ck else 0) + layer_bytes)
+            below += p * b * n * d if i in ck else layer_bytes
+        vocab = config.get("vocab_size") or 0
+        peak = max(kept + 8 * b * n * vocab, walk)
+        assumptions.append("activations: the peak of the step (what is kept with the loss's fp32 gradients, or the"
+                           " layers below with the layer being differentiated; no backward temporaries)")
+        if rank:
+            assumptions.append("LoRA: activations as for full training (the closed form in which a frozen"
+                               " projection keeps no input covers the Llama-style families)")
+    # parallelism: TP with sequence parallelism splits every activation, PP gives each stage L/pp layers and,
+    # under 1F1B, pp micro-batches in flight on the first stage: L layers' worth in all
+    activation = peak / tp
     if tp > 1:
-        assumptions.append(f"tensor parallelism {tp} with sequence parallelism: layer activations / {tp}")
+        assumptions.append(f"tensor parallelism {tp} with sequence parallelism: activations / {tp} (without it the"
+                           " norms' inputs stay whole on every GPU)")
     if pp > 1:
         assumptions.append(f"pipeline parallelism {pp} with 1F1B: the first stage keeps {pp} micro-batches of its"
                            f" {L}/{pp} layers, i.e. all layers' activations of one micro-batch")
     # parameters and model states
     if rank:
         if linears is None:
-            try:
-                trainable = T.lora_parameters(shape, rank, targets)
-            except ValueError as e:
-                raise TrainingInputError(f"--lora-targets: {e}") from None
+            trainable = T.lora_parameters(shape, rank, targets)
         else:
             hit = [(i, o) for name, i, o in linears if name.rsplit(".", 1)[-1] in set(targets)]
             if not hit:
@@ -297,12 +317,19 @@ def training_report(config: dict[str, Any], args: Any) -> dict[str, Any]:
         recipe = "sgd"
         assumptions.append("sgd in fp32 planned as the mixed-precision recipe (fp32 master and momentum)")
     states = T.state_bytes(trainable, recipe, trainable)
-    base_w = n_params * (QUANTIZED_BASE.get(dtype) or ACT_BYTES[dtype]) if rank else states["weights"]
+    if rank and dtype in QUANTIZED_BASE:
+        base_w = T.quantized_base_bytes(linear_numels, n_params - sum(linear_numels), dtype)
+        assumptions.append({"int4": "frozen base in NF4 as bitsandbytes stores it: blocks of 64, double-quantised"
+                                    " absmax (8 bits, fp32 per 256 blocks); embedding, LM head, norms in bf16",
+                            "int8": "frozen base: linear layers one byte per weight (scales not counted);"
+                                    " embedding, LM head and norms in bf16",
+                            "fp8": "frozen base: linear layers one byte per weight (scales not counted);"
+                                   " embedding, LM head and norms in bf16"}[dtype])
+    else:
+        base_w = n_params * ACT_BYTES[dtype] if rank else states["weights"]
     lora_w = states["weights"] if rank else 0
-    mp = tp * pp  # tensor and pipeline parallelism split every model state
-    weights = (base_w + lora_w) / (mp * (dp if zero >= 3 else 1))
-    grads = states["gradients"] / (mp * (dp if zero >= 2 else 1))
-    opt = states["optimizer"] / (mp * (dp if zero >= 1 else 1))
+    shard = T.shard_states(base_w + lora_w, states["gradients"], states["optimizer"], zero, dp, tp * pp)
+    weights, grads, opt = shard["weights"], shard["gradients"], shard["optimizer"]
     assumptions.append(f"optimizer {optimizer}: {T.RECIPES[recipe].what}")
     if zero:
         assumptions.append(f"ZeRO stage {zero} over {dp} data-parallel GPUs")

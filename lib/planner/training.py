@@ -46,8 +46,12 @@ __all__ = [
     "adam8bit_state_bytes",
     "BNB_QMAP_BYTES",
     "zero_state_bytes",
+    "shard_states",
+    "nf4_tensor_bytes",
+    "quantized_base_bytes",
     "SavedTensors",
     "count_saved_bytes",
+    "measure_activation_peak",
     "book_encoder_layer_bytes",
     "book_decoder_layer_bytes",
     "book_model_activation_bytes",
@@ -56,7 +60,7 @@ __all__ = [
     "llama_shape",
     "llama_layer_bytes",
     "llama_activation_bytes",
-    "llama_checkpointed_bytes",
+    "llama_peak_bytes",
     "checkpointed_layers",
     "recompute_flops_per_token",
     "korthikanti_layer_bytes",
@@ -158,21 +162,65 @@ def state_bytes(n_params: int, recipe: str = "adamw", trainable: int | None = No
     return {"weights": r.weights * n, "gradients": r.gradients * t, "optimizer": r.optimizer * t}
 
 
-def zero_state_bytes(n_params: int, recipe: str = "adamw", stage: int = 0, gpus: int = 1,
-                     trainable: int | None = None) -> dict[str, float]:
-    """Model-state bytes held by ONE GPU under ZeRO (Rajbhandari et al. 2020) data parallelism.
+def shard_states(weights: float, gradients: float, optimizer: float, stage: int = 0, dp: int = 1,
+                 mp: int = 1) -> dict[str, float]:
+    """The ZeRO rule (Rajbhandari et al. 2020), its one home: the bytes of model states ONE GPU holds.
 
-    Stage 1 shards the optimizer states over the ``gpus`` data-parallel ranks, stage 2 also the gradients,
-    stage 3 also the weights (FSDP's full sharding). Stage 0 replicates everything.
+    Tensor and pipeline parallelism (``mp = tp * pp``) split every model state; over the ``dp`` data-parallel
+    ranks, ZeRO stage 1 shards the optimizer states, stage 2 also the gradients, stage 3 also the weights
+    (FSDP's full sharding); stage 0 replicates them.
     """
     if stage not in (0, 1, 2, 3):
         raise ValueError(f"ZeRO stage must be 0, 1, 2 or 3, got {stage!r}")
+    for name, v in (("dp", dp), ("mp", mp)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    return {"weights": weights / (mp * (dp if stage >= 3 else 1)),
+            "gradients": gradients / (mp * (dp if stage >= 2 else 1)),
+            "optimizer": optimizer / (mp * (dp if stage >= 1 else 1))}
+
+
+def zero_state_bytes(n_params: int, recipe: str = "adamw", stage: int = 0, gpus: int = 1,
+                     trainable: int | None = None) -> dict[str, float]:
+    """Model-state bytes held by ONE GPU under ZeRO data parallelism over ``gpus`` ranks
+    (:func:`shard_states` applied to :func:`state_bytes`)."""
     if isinstance(gpus, bool) or not isinstance(gpus, int) or gpus < 1:
         raise ValueError(f"gpus must be a positive int, got {gpus!r}")
     s = state_bytes(n_params, recipe, trainable)
-    return {"weights": s["weights"] / (gpus if stage >= 3 else 1),
-            "gradients": s["gradients"] / (gpus if stage >= 2 else 1),
-            "optimizer": s["optimizer"] / (gpus if stage >= 1 else 1)}
+    return shard_states(s["weights"], s["gradients"], s["optimizer"], stage, gpus)
+
+
+#: bitsandbytes' NF4 storage (``quantize_4bit`` in ``bitsandbytes/functional.py``): two 4-bit codes per byte, one
+#: absmax per block of 64 weights; with double quantisation (``compress_statistics``, QLoRA's recipe) the
+#: absmax values, less their mean (one fp32 ``offset``), are quantised again to 8 bits in blocks of 256 with one
+#: fp32 absmax each and a 256-entry fp32 code book; the NF4 code book has 16 fp32 entries.
+NF4_BLOCK = 64
+NF4_NESTED_BLOCK = 256
+
+
+def nf4_tensor_bytes(numel: int, double_quant: bool = True) -> int:
+    """Bytes of one weight tensor of ``numel`` elements stored in NF4 by bitsandbytes, constants included."""
+    k = _count(numel, "numel")
+    blocks = math.ceil(k / NF4_BLOCK)
+    packed, nf4_code = math.ceil(k / 2), 16 * 4
+    if not double_quant:
+        return packed + 4 * blocks + nf4_code
+    return packed + blocks + 4 * math.ceil(blocks / NF4_NESTED_BLOCK) + 256 * 4 + 4 + nf4_code
+
+
+def quantized_base_bytes(linear_numels: Iterable[int], other_params: int, dtype: str,
+                         double_quant: bool = True) -> int:
+    """Weight bytes of a frozen base whose linear layers are quantised (``dtype`` int4: NF4 as bitsandbytes
+    stores it, :func:`nf4_tensor_bytes`; int8 or fp8: one byte per weight, scales not counted) and whose
+    other parameters (embedding, LM head, norms) stay in bf16, as quantised checkpoints keep them."""
+    numels = [_count(k, "numel") for k in linear_numels]
+    if dtype == "int4":
+        q = sum(nf4_tensor_bytes(k, double_quant) for k in numels)
+    elif dtype in ("int8", "fp8"):
+        q = sum(numels)
+    else:
+        raise ValueError(f"dtype must be int4, int8 or fp8, got {dtype!r}")
+    return q + 2 * _count(other_params, "other_params")
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -223,6 +271,57 @@ def count_saved_bytes(fn: Callable[[], Any], parameters: Iterable[Any] = ()) -> 
     with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         out = fn()
     return SavedTensors(total, records, out)
+
+
+def measure_activation_peak(step: Callable[[], Any], parameters: Iterable[Any] = ()) -> int:
+    """Run ``step()`` (a forward and backward pass, on the CPU) under torch's memory profiler and return the
+    highest total of bytes allocated during it and still held at that moment, leaving out the gradients of
+    ``parameters`` (the allocation that became each ``.grad``), which the model states count.
+
+    Every allocation and free of the step is replayed in time order; an allocation whose address ends as a
+    parameter's gradient is skipped.
+    """
+    import contextlib
+    import os
+
+    from torch.profiler import ProfilerActivity, profile
+
+    @contextlib.contextmanager
+    def quiet_stderr() -> Any:  # the profiler's C++ layer logs its start and stop to file descriptor 2
+        saved = os.dup(2)
+        with open(os.devnull, "w") as null:
+            os.dup2(null.fileno(), 2)
+            try:
+                yield
+            finally:
+                os.dup2(saved, 2)
+                os.close(saved)
+
+    params = list(parameters)
+    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events, stack = [], list(prof.profiler.kineto_results.experimental_event_tree())
+    while stack:
+        e = stack.pop()
+        if hasattr(e.extra_fields, "alloc_size"):
+            events.append((e.start_time_ns, e.extra_fields.ptr, e.extra_fields.alloc_size))
+        stack.extend(e.children)
+    events.sort()
+    last = {ptr: i for i, (_, ptr, size) in enumerate(events) if size > 0}
+    grads = {q.grad.data_ptr() for q in params if q.grad is not None}
+    skip = {last[ptr] for ptr in grads if ptr in last}
+    live: dict[int, int] = {}
+    now = peak = 0
+    for i, (_, ptr, size) in enumerate(events):
+        if i in skip:
+            continue
+        if size > 0:
+            live[ptr] = size
+            now += size
+        elif ptr in live:
+            now -= live.pop(ptr)
+        peak = max(peak, now)
+    return peak
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -353,6 +452,14 @@ class LlamaShape:
         return (self.n_layers * self.layer_parameters() + self.vocab * self.d * (1 if self.tied else 2)
                 + self.d)
 
+    def linear_numels(self) -> list[int]:
+        """Sizes of the layers' weight matrices (Q, K, V, O, gate, up, down per layer; not the embedding, the
+        LM head or the norms): the weights a quantised base stores in its low-bit format."""
+        q, kv = self.n_heads * self.head_dim, self.n_kv_heads * self.head_dim
+        per = [self.d * q, self.d * kv, self.d * kv, q * self.d, self.d * self.d_ff, self.d * self.d_ff,
+               self.d_ff * self.d]
+        return per * self.n_layers
+
     def matmul_parameters(self) -> int:
         """Parameters that multiply activations (every weight matrix, the LM head included; not the embedding
         lookup, norms or biases): the ``N`` of ``6 N`` FLOPs per token."""
@@ -386,7 +493,20 @@ def _rms_norm_bytes(tokens: int, width: int, p: int) -> int:
     return tokens * (4 * width + 4 + p * width) if p < 4 else tokens * (4 * width + 4 + 4 * width)
 
 
-def llama_layer_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager") -> dict[str, int]:
+def _lora_set(lora_rank: int | None, lora_targets: Iterable[str]) -> frozenset[str]:
+    if lora_rank is None:
+        return frozenset()
+    if isinstance(lora_rank, bool) or not isinstance(lora_rank, int) or lora_rank < 1:
+        raise ValueError(f"LoRA rank must be a positive int, got {lora_rank!r}")
+    targets = frozenset(lora_targets)
+    if not targets or targets - LORA_TARGETS:
+        raise ValueError(f"LoRA targets must be among {', '.join(sorted(LORA_TARGETS))}, got {sorted(targets)!r}")
+    return targets
+
+
+def llama_layer_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager", *,
+                      lora_rank: int | None = None, lora_targets: Iterable[str] = ("q_proj", "v_proj"),
+                      first_layer: bool = False) -> dict[str, int]:
     """Bytes one decoder layer of transformers' Llama-style model keeps, by op (sum: ``"total"``).
 
     ``attention="eager"``: ``softmax(..., dtype=float32)`` keeps its fp32 output (``4 b h n^2``) and the
@@ -395,25 +515,54 @@ def llama_layer_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str 
     ``attention="flash"``: a tiled kernel keeps Q, K, V (not expanded), its output and one fp32 log-sum-exp
     per row and head (``4 b h n``), never an ``n x n`` matrix; it writes its output in ``(b, n, h, head_dim)``
     order, so the merged heads that ``W_O`` keeps are a view of it (one storage).
+
+    With ``lora_rank`` (LoRA on ``lora_targets``, every other weight frozen) a frozen projection keeps no input
+    (it needs no weight gradient): the input of an adapted projection is kept by the adapter's ``A``, and each
+    adapter keeps its rank-``r`` intermediate ``x A^T`` (``p r`` per token); the norms keep no normalised input
+    (their weights are frozen); SwiGLU's product is kept only when ``down_proj`` is adapted. The first layer
+    (``first_layer``) of a LoRA model has an input that needs no gradient, so its attention norm keeps nothing.
     """
     if attention not in ("eager", "flash"):
         raise ValueError(f"attention must be 'eager' or 'flash', got {attention!r}")
+    lora = _lora_set(lora_rank, lora_targets)
     t, h, hk, hd = b * n, s.n_heads, s.n_kv_heads, s.head_dim
-    parts = {"attention norm": _rms_norm_bytes(t, s.d, p), "Q/K/V input": p * t * s.d}
+    # which weights receive a gradient (full training: all; LoRA: the adapters of lora), and which tensors need
+    # one: an op keeps a tensor only when a gradient it computes needs it
+    trained = (lambda name: name in lora) if lora else (lambda name: True)
+    x_grad = not (lora and first_layer)
+
+    def norm(rows: int, width: int, grad_in: bool) -> int:  # RMSNorm: fp32 copy and rsqrt; normalised input
+        if not grad_in:
+            return 0
+        return rows * (4 * width + 4 + (0 if lora else p * width))
+
+    q_g, k_g, v_g = (x_grad or trained(f"{c}_proj") for c in "qkv")
+    parts = {"attention norm": norm(t, s.d, x_grad),
+             "Q/K/V input": p * t * s.d if any(trained(f"{c}_proj") for c in "qkv") else 0}
     if s.qk_norm:
-        parts["Q/K norms"] = _rms_norm_bytes(t * h, hd, p) + _rms_norm_bytes(t * hk, hd, p)
+        parts["Q/K norms"] = norm(t * h, hd, q_g) + norm(t * hk, hd, k_g)
+    scores_g = q_g or k_g
     if attention == "eager":
-        parts["Q, K, V (K and V per query head)"] = p * t * hd * (h + 2 * h)
-        parts["softmax output (fp32)"] = 4 * b * h * n * n
+        parts["Q, K, V (K and V per query head)"] = p * t * hd * h * ((1 if k_g else 0) + (1 if q_g else 0)
+                                                                  + (1 if scores_g else 0))
+        parts["softmax output (fp32)"] = 4 * b * h * n * n if scores_g else 0
         if p < 4:
-            parts["probabilities (model dtype)"] = p * b * h * n * n
+            parts["probabilities (model dtype)"] = p * b * h * n * n if v_g else 0
+        out_g = scores_g or v_g
+        parts["W_O input"] = p * t * h * hd if trained("o_proj") else 0
     else:
-        parts["Q, K, V"] = p * t * hd * (h + 2 * hk)
-        parts["log-sum-exp (fp32)"] = 4 * b * h * n
-    parts["W_O input" if attention == "eager" else "kernel output = W_O input"] = p * t * h * hd
-    parts["MLP norm"] = _rms_norm_bytes(t, s.d, p)
-    parts["gate/up input"] = p * t * s.d
-    parts["gate, SiLU(gate), up, product"] = 4 * p * t * s.d_ff
+        out_g = q_g or k_g or v_g
+        parts["Q, K, V"] = p * t * hd * (h + 2 * hk) if out_g else 0
+        parts["log-sum-exp (fp32)"] = 4 * b * h * n if out_g else 0
+        parts["kernel output = W_O input"] = p * t * h * hd if (out_g or trained("o_proj")) else 0
+    h_g = x_grad or out_g or trained("o_proj")
+    parts["MLP norm"] = norm(t, s.d, h_g)
+    parts["gate/up input"] = p * t * s.d if (trained("gate_proj") or trained("up_proj")) else 0
+    gate_g, up_g = h_g or trained("gate_proj"), h_g or trained("up_proj")
+    parts["gate, SiLU(gate), up, product"] = p * t * s.d_ff * (
+        (1 if gate_g else 0) + (1 if up_g else 0) + (1 if gate_g else 0) + (1 if trained("down_proj") else 0))
+    if lora:
+        parts["LoRA intermediates x A^T"] = p * t * lora_rank * len(lora)
     parts["total"] = sum(parts.values())
     return parts
 
@@ -439,43 +588,98 @@ def checkpointed_layers(spec: str, n_layers: int) -> list[int]:
 
 
 def llama_activation_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager",
-                           checkpointing: str = "none") -> dict[str, int]:
-    """Activation bytes of one training step of a Llama-style model with the loss, by part.
+                           checkpointing: str = "none", *, lora_rank: int | None = None,
+                           lora_targets: Iterable[str] = ("q_proj", "v_proj")) -> dict[str, int]:
+    """Activation bytes autograd keeps at the end of the forward pass of a Llama-style model with the loss.
 
     Outside the layers: the token ids (int64), RoPE's ``cos`` and ``sin`` tables (``(1, 1, n, head_dim)``
     each, kept once for all layers), the final norm, the LM head's input, the log-probabilities in fp32
     (transformers upcasts the logits before the loss: ``4 b n V``) and the labels, padded by one and shifted
     (with ``b = 1`` a view of the padded ``n + 1`` storage, else a copy of ``b n``; on the meta device the copy
-    keeps ``b (n + 1)``, 8 b bytes more).
+    keeps ``b (n + 1)``, 8 b bytes more). Under LoRA the frozen embedding and LM head keep nothing.
 
     ``checkpointing`` (:func:`checkpointed_layers`): each of the ``c`` checkpointed layers keeps only its input
-    (``p b n d``), the other ``L - c`` keep :func:`llama_layer_bytes`; with ``c > 0`` the backward pass
-    rebuilds one checkpointed layer at a time, so the peak adds one layer's activations (``"one layer
-    recomputed"``). ``"full"`` is ``c = L``.
+    (``p b n d``), the other ``L - c`` keep :func:`llama_layer_bytes`. This is what is kept when the backward
+    pass starts, not the peak: :func:`llama_peak_bytes` follows the backward pass.
     """
-    c = len(checkpointed_layers(checkpointing, s.n_layers))
+    lora = _lora_set(lora_rank, lora_targets)
+    ck = set(checkpointed_layers(checkpointing, s.n_layers))
     t = b * n
-    layer = llama_layer_bytes(s, b, n, p, attention)["total"]
+    kw = dict(lora_rank=lora_rank, lora_targets=lora_targets)
+    layer = llama_layer_bytes(s, b, n, p, attention, **kw)["total"]
+    first = llama_layer_bytes(s, b, n, p, attention, first_layer=True, **kw)["total"]
+    layers = sum(p * t * s.d if i in ck else (first if i == 0 else layer) for i in range(s.n_layers))
+    final = _rms_norm_bytes(t, s.d, p) if not lora else (t * (4 * s.d + 4) if p < 4 else t * (4 * s.d + 4))
     parts = {
-        "token ids": 8 * t,
+        "token ids": 0 if lora else 8 * t,
         "RoPE cos and sin": 2 * p * n * s.head_dim,
-        "layers": (s.n_layers - c) * layer + c * p * t * s.d,
-        "final norm": _rms_norm_bytes(t, s.d, p),
-        "LM head input": p * t * s.d,
+        "layers": layers,
+        "final norm": final,
+        "LM head input": 0 if lora else p * t * s.d,
         "log-probabilities (fp32)": 4 * t * s.vocab,
         "labels": 8 * (b * n + 1) if b == 1 else 8 * b * n,
         "loss normaliser": 4,
     }
-    if c:
-        parts["one layer recomputed"] = layer
     parts["total"] = sum(parts.values())
     return parts
 
 
-def llama_checkpointed_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager") -> int:
-    """Full activation checkpointing: each layer's input is kept (``L p b n d``); in the backward pass one
-    layer at a time is recomputed, so the peak adds one layer's activations (:func:`llama_layer_bytes`)."""
-    return s.n_layers * p * b * n * s.d + llama_layer_bytes(s, b, n, p, attention)["total"]
+def llama_peak_bytes(s: LlamaShape, b: int, n: int, p: int = 2, attention: str = "eager",
+                     checkpointing: str = "none", *, lora_rank: int | None = None,
+                     lora_targets: Iterable[str] = ("q_proj", "v_proj"),
+                     cpu_bf16_matmul: bool = False) -> dict[str, int]:
+    """The most activation memory live at any moment of one training step (forward, loss and backward pass),
+    gradients of the weights left out. Returns the moments it compares and ``"peak"``, their maximum.
+
+    The backward pass runs the layers top down. When it reaches layer ``i`` it holds what the layers below
+    keep (a checkpointed layer: its input ``p b n d``; another: :func:`llama_layer_bytes`), what stays alive
+    outside the layers until the end (token ids, RoPE's tables, the position ids, and with checkpointing and
+    eager attention the ``(b, 1, n, n)`` additive mask that the recomputation needs), and layer ``i`` itself:
+    everything it keeps (a checkpointed layer recomputes it, on top of its stored input) plus its backward's
+    temporaries at their worst moment ``delta``, the larger of
+
+    * the softmax's backward (eager): the gradient of the probabilities upcast to fp32 and the softmax
+      backward's fp32 output (``8 b h n^2``), with the MLP's tensors, ``W_O``'s input, ``V`` and the bf16
+      probabilities already freed; with a tiled kernel, the kernel's gradients of Q, K and V;
+    * the MLP's backward: the gradient of ``down_proj``'s input (``p b n d_ff``) while all of the layer's tensors
+      are alive (on the CPU, ``cpu_bf16_matmul``, the bf16 matrix product adds an fp32 buffer of its output,
+      ``4 b n d_ff``);
+
+    each with the pending gradient of the residual stream (``p b n d``). Before the layers: the loss's backward,
+    which holds everything kept plus the fp32 gradient of the log-probabilities and of the logits
+    (``8 b n V``), and the final norm's backward, with the log-probabilities freed and four fp32 temporaries of
+    width ``d`` (``16 b n d``).
+    """
+    lora = _lora_set(lora_rank, lora_targets)
+    kw = dict(lora_rank=lora_rank, lora_targets=lora_targets)
+    ck = set(checkpointed_layers(checkpointing, s.n_layers))
+    t = b * n
+    kept = llama_activation_bytes(s, b, n, p, attention, checkpointing, **kw)["total"]
+    lay = llama_layer_bytes(s, b, n, p, attention, **kw)
+    mask = p * b * n * n if (attention == "eager" and ck) else 0
+    alive = (0 if lora else 8 * t) + 2 * p * n * s.head_dim + 8 * n + mask
+    g = p * t * s.d
+    mlp = lay["MLP norm"] + lay["gate/up input"] + lay["gate, SiLU(gate), up, product"]
+    if attention == "eager":
+        freed = mlp + lay["W_O input"] + p * t * s.n_heads * s.head_dim + lay.get("probabilities (model dtype)", 0)
+        d_attn = g + 8 * b * s.n_heads * n * n - freed
+    else:
+        d_attn = g + p * t * s.head_dim * (s.n_heads + 2 * s.n_kv_heads) - mlp
+    d_mlp = g + p * t * s.d_ff + (4 * t * s.d_ff if cpu_bf16_matmul else 0)
+    delta = max(d_attn, d_mlp)
+    first = llama_layer_bytes(s, b, n, p, attention, first_layer=True, **kw)["total"]
+    below = layers_peak = 0
+    for i in range(s.n_layers):
+        full = first if i == 0 else lay["total"]
+        here = (p * t * s.d + full) if i in ck else full
+        layers_peak = max(layers_peak, alive + below + here + delta)
+        below += p * t * s.d if i in ck else full
+    out = {"kept at the end of the forward pass": kept,
+           "loss backward": kept + 8 * t * s.vocab,
+           "final norm backward": kept - 4 * t * s.vocab + 16 * t * s.d,
+           "layers' backward": layers_peak}
+    out["peak"] = max(out.values())
+    return out
 
 
 def recompute_flops_per_token(layer_matmul_params: float, n: int, attn_width: int, recomputed: int,
