@@ -195,3 +195,23 @@ def test_every_fixture_is_planned() -> None:
         plan = engine_plan(m, users=64, context=8192, gpu_memory_bytes=memory, max_pp=8)
         assert plan.gpus >= plan.naive_gpus >= 1, path.name
         assert plan.weight_bytes_per_gpu + plan.kv_bytes_per_gpu <= plan.usable_bytes_per_gpu, path.name
+
+
+def test_recurrent_state_as_vllm_holds_it() -> None:
+    """Issue 31 item 11: vLLM keeps conv_kernel - 1 columns of convolution state (its MambaStateShapeCalculator),
+    transformers the whole kernel: Qwen3-Coder-Next 37.6875 MiB per sequence in bf16 against 38.25, Jamba 1.5 Mini
+    the cache of 532 tokens against 560. The planner's report and plans use vLLM's figure."""
+    from lib.planner.cli import engine_report
+
+    MiB = 2**20
+    nxt = _engine(FIXTURES / "Qwen3-Coder-Next.config.json")
+    assert engine.state_bytes_per_sequence(nxt, "bf16") == 38.25 * MiB
+    assert engine.state_bytes_per_sequence(nxt, "bf16", layout="vllm") == 37.6875 * MiB
+    jamba = _engine(FIXTURES / "AI21-Jamba-1.5-Mini.config.json")
+    per_token = engine.kv_bytes_per_token(jamba, "bf16")
+    assert engine.state_bytes_per_sequence(jamba, "bf16") == 560 * per_token
+    assert engine.state_bytes_per_sequence(jamba, "bf16", layout="vllm") == 532 * per_token
+    raw = json.loads((FIXTURES / "Qwen3-Coder-Next.config.json").read_text())
+    assert engine_report(nxt, raw)["state_bytes_per_sequence"] == 37.6875 * MiB
+    with pytest.raises(ValueError, match="layout"):
+        engine.state_bytes_per_sequence(nxt, "bf16", layout="sglang")

@@ -458,3 +458,12 @@ def test_family_quirks() -> None:
     # model_type of the wrong type
     with pytest.raises(ConfigError, match="'model_type' must be a string"):
         config_from_dict({**LLAMA, "model_type": 7})
+
+
+def test_mi300x_preset_is_rocm_smis_total() -> None:
+    """Issue 31 item 10: rocm-smi --showmeminfo vram prints 205,822,885,888 B on an MI300X = 196,288 MiB, 320 MiB
+    under the data sheet's 8 x 24 GiB; torch's total is the same figure there."""
+    from lib.planner.gpus import GPUS
+
+    card = GPUS["MI300X"]
+    assert card.memory_bytes == card.plan_bytes == 205_822_885_888 == 196_288 * 2**20

@@ -90,6 +90,8 @@ JSON_KEYS: dict[str, str] = {
     "kv_bytes_per_sequence": "bytes of one sequence of context tokens, summed layer by layer with each window",
     "kv_cache_bytes": "kv_bytes_per_sequence x users",
     "state_bytes_per_sequence": "fixed per-sequence state of recurrent layers (linear attention, Mamba, convolutions)"
+                                " as vLLM holds it (conv_kernel - 1 columns of convolution state; transformers keeps"
+                                " conv_kernel: lib.planner.engine.state_bytes_per_sequence(layout=...))"
                                 " at the cache dtype; 0 for a model of attention layers only",
     "total_bytes": "weights_bytes + kv_cache_bytes + users x state_bytes_per_sequence",
     "flops_per_token": "attention, projections, ffn, lm_head, total: forward FLOPs of one token at the context"
@@ -300,7 +302,7 @@ def engine_report(
         total_w, per_layer, before, after = eng_mod.weight_bytes(em, q, bytes_per_element(base))
         w_bytes, stored = _whole(total_w), (per_layer, before, after)
     per_seq = _whole(eng_mod.kv_bytes_per_sequence(em, context, kv_dtype))
-    state = _whole(eng_mod.state_bytes_per_sequence(em, kv_dtype))
+    state = _whole(eng_mod.state_bytes_per_sequence(em, kv_dtype, layout="vllm"))
     total = w_bytes + users * (per_seq + state)
     # only a limit the file states: where it says none, transformers' class default is no property of the model
     text_raw = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}

@@ -53,6 +53,8 @@ class Layer:
     #: exceeds the key/value heads)
     widest: int = 0  #: outputs per token of its widest block (attention or the rest), for the activation estimate
     kv_heads: int = 0  #: key/value heads of its attention (0: none; MiMo-V2-Flash's full and sliding layers differ)
+    conv_channels: int = 0  #: channels of its causal convolutions: transformers keeps ``kernel`` columns of each
+    #: (counted in ``state``), vLLM ``kernel - 1`` (``MambaStateShapeCalculator``), so vLLM holds this many fewer
     cross_kv_per_token: int = 0  #: an encoder-decoder's cross-attention: elements cached per source token (K and V
     #: of the encoder's output, computed once per request; included in ``state`` at the model's source length)
 
@@ -285,16 +287,18 @@ def _is_linear_attention(sub: Any) -> bool:
     return "deltanet" in cls or "linearattention" in cls or "lightningattention" in cls
 
 
-def _recurrent_state(layer: Any) -> tuple[int, str]:
-    """(elements of per-sequence state, kind) of one decoder layer's recurrent mixer (0 when it has none)."""
+def _recurrent_state(layer: Any) -> tuple[int, str, int]:
+    """(elements of per-sequence state as transformers' cache holds it, kind, convolution channels) of one decoder
+    layer's recurrent mixer (zeros when it has none)."""
     import torch
 
-    conv = rec = 0
+    conv = rec = channels = 0
     kind = ""
     for sub in layer.modules():
         cls = type(sub).__name__.lower()
         if isinstance(sub, torch.nn.Conv1d):
             conv += sub.in_channels * sub.kernel_size[0]
+            channels += sub.in_channels
             kind = kind or "conv"
         if _is_linear_attention(sub):
             kind = "linear_attention"
@@ -311,7 +315,7 @@ def _recurrent_state(layer: Any) -> tuple[int, str]:
                 rec += sub.num_heads * sub.head_dim * sub.ssm_state_size
             elif hasattr(sub, "A_log") and sub.A_log.dim() == 2:
                 rec += sub.A_log.numel()
-    return conv + rec, kind
+    return conv + rec, kind, channels
 
 
 def _windows(text_cfg: Any, n_layers: int) -> list[int | None]:
@@ -431,7 +435,7 @@ def _describe(raw: dict[str, Any]) -> EngineModel:
         types_declared = None
     for i, layer in enumerate(layers):
         kv, latent, sinks, kv_proj, attn, layer_kv_heads = _attention_kv(layer, text)
-        state, rkind = _recurrent_state(layer)
+        state, rkind, channels = _recurrent_state(layer)
         cross = _cross_kv(layer) if seq2seq else 0
         if latent:
             layer_kv_heads = heads
@@ -459,7 +463,7 @@ def _describe(raw: dict[str, Any]) -> EngineModel:
         widest = max(attn, act - attn) // d_model if d_model else 0
         out.append(Layer(kind=kind, kv_per_token=kv, window=windows[i] if kv else None, state=state, sinks=sinks,
                          params=params, active=act, kv_projection=kv_proj, widest=widest, kv_heads=layer_kv_heads,
-                         cross_kv_per_token=cross))
+                         cross_kv_per_token=cross, conv_channels=channels))
     encoder = source = 0
     if seq2seq:  # the cross-attention cache is computed once per request: a fixed state at the source length
         source = _source_tokens(cfg, text)
@@ -506,9 +510,15 @@ def kv_bytes_per_sequence(m: EngineModel, context: int, kv_dtype: str = "bf16") 
                for layer in m.layers) * bytes_per_element(kv_dtype)
 
 
-def state_bytes_per_sequence(m: EngineModel, dtype: str = "bf16") -> float:
-    """Bytes of the fixed per-sequence state of the recurrent layers, at the cache dtype."""
-    return sum(layer.state for layer in m.layers) * bytes_per_element(dtype)
+def state_bytes_per_sequence(m: EngineModel, dtype: str = "bf16", layout: str = "transformers") -> float:
+    """Bytes of the fixed per-sequence state (recurrent layers; an encoder-decoder's cross-attention cache), at the
+    cache dtype. ``layout="transformers"``: as transformers' cache holds it (each causal convolution's full kernel);
+    ``"vllm"``: as vLLM holds it, ``kernel - 1`` columns per convolution channel (its
+    ``MambaStateShapeCalculator``: Mamba-1, Mamba-2, short convolutions, gated DeltaNet alike)."""
+    if layout not in ("transformers", "vllm"):
+        raise ValueError(f"layout must be 'transformers' or 'vllm', got {layout!r}")
+    conv = sum(layer.conv_channels for layer in m.layers) if layout == "vllm" else 0
+    return (sum(layer.state for layer in m.layers) - conv) * bytes_per_element(dtype)
 
 
 def layer_kinds(m: EngineModel) -> list[str]:

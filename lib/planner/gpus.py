@@ -92,7 +92,13 @@ GPUS: dict[str, GPU] = {g.name: g for g in [
         "nvidia-smi on 'NVIDIA GeForce RTX 4090', driver 535 (github.com/vllm-project/vllm/issues/7553)",
         24_563 * MiB, f"{_PROPS}=24563MB (MiB) on 'NVIDIA GeForce RTX 4090' (a public printout)"),
     # 192 GB HBM3 = 8 stacks x 24 GiB: the data sheet's figure, binary; rocm-smi not found in a public printout.
-    GPU("MI300X", 196_608, "192 GB HBM3", "AMD data sheet, 8 x 24 GiB HBM3 stacks (binary); no rocm-smi printout"),
+    GPU("MI300X", 196_288, "192 GB HBM3",
+        "rocm-smi --showmeminfo vram on 'AMD Instinct MI300X': VRAM Total Memory (B): 205822885888 (public printouts"
+        " in several repositories; the same total in amdgpu's mem_info_vram_total and hipDeviceProp totalGlobalMem),"
+        " not the data sheet's 8 x 24 GiB = 196,608 MiB",
+        205_822_885_888,
+        "torch.cuda.mem_get_info() total 205822885888 on an MI300X under ROCm (a public serving write-up's"
+        " memory_total_bytes): the whole VRAM total, as rocm-smi reports it"),
 ]}
 
 #: Lower-case spellings accepted by :func:`gpu`, each naming one preset.

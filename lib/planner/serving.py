@@ -422,7 +422,7 @@ def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: i
                 n += after + (em.tied_head * p if not first else 0)
         kv = sum(layer.kv_per_token * cached_tokens(context, layer.window) * (1.0 if latent else rep(layer) / t)
                  for layer in layers) * p_kv
-        kv += sum(layer.state for layer in layers) * p_kv / t
+        kv += sum(layer.state - layer.conv_channels for layer in layers) * p_kv / t  # vLLM: kernel - 1 columns
         out.append((n / t, kv, last))
     return out
 
@@ -465,7 +465,8 @@ def engine_plan(em: EngineModel, *, users: int, context: int, gpu_memory_bytes: 
 
         def overhead(t: int, last: bool) -> float:
             return fixed
-    per_seq = sum(layer.kv_per_token * cached_tokens(context, layer.window) + layer.state for layer in em.layers)
+    per_seq = sum(layer.kv_per_token * cached_tokens(context, layer.window) + layer.state - layer.conv_channels
+                  for layer in em.layers)
     weights = em.total * bytes_per_element(dtype) if stored is None else sum(stored[0]) + stored[1] + stored[2]
     total = weights + users * per_seq * p_kv
     degrees = valid_tp_degrees(em.n_heads, em.n_kv_heads, max_tp) if em.n_heads else [1]
