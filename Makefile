@@ -12,7 +12,7 @@ test:  ## Every test: lint, stale outputs, lib tests, nbval here and on a simula
 	bash tools/test.sh --setup
 
 check:  ## The quick loop: lint, stale outputs, prose numbers, equations, lib tests, nbval of the chapters affected since BASE.
-	bash tools/setup.sh
+	bash tools/setup.sh --check
 	bash tools/check.sh
 
 pdf:  ## The whole book as one PDF, _build/pdf/book.pdf (the single-page HTML printed by Chromium; needs a Chromium).

@@ -9,7 +9,7 @@
 # pip installs the lock as before (BOOK_PIP_ONLY=1 forces pip).
 #
 # With --test, also what the tests run besides Python: Node (the in-page calculator's tests; `node` on the PATH,
-# else Debian's nodejs), the browser the browser tests drive (an existing Chromium: $CHROMIUM, or chromium /
+# else Debian's nodejs; --check provides Node alone, for make check), the browser the browser tests drive (an existing Chromium: $CHROMIUM, or chromium /
 # chromium-browser on the PATH, else Debian's chromium) and poppler's pdftotext (the PDF test), each through
 # apt-get when this machine has apt-get and root (or sudo). BOOK_SKIP_BROWSER=1 skips the browser and PDF tests
 # instead, and says so; Node is needed either way. Playwright's own browser download is never used.
@@ -132,10 +132,12 @@ apt_install() {
   fi
 }
 
-if [ "${1:-}" = "--test" ]; then
-  # Node runs the in-page calculator (lib/planner/web/planner.js) against the Python planner in the library tests
-  # (tests/test_planner_node.py), which fail without it.
+# Node runs the in-page calculator (lib/planner/web/planner.js) against the Python planner in the library tests
+# (tests/test_planner_node.py), which fail without it: both loops need it (make check: --check, make test: --test).
+if [ "${1:-}" = "--test" ] || [ "${1:-}" = "--check" ]; then
   command -v node >/dev/null 2>&1 || apt_install nodejs "the library tests of the in-page calculator" "node"
+fi
+if [ "${1:-}" = "--test" ]; then
   if [ "${BOOK_SKIP_BROWSER:-0}" = "1" ]; then
     echo "setup: BOOK_SKIP_BROWSER=1: no browser set up; the browser tests will be skipped"
   elif [ -n "${CHROMIUM:-}" ] && [ -x "${CHROMIUM}" ]; then
