@@ -34,7 +34,7 @@ def llama(shape: dict, impl: str, spec: str) -> tuple[dict, torch.nn.Module]:
     model = AutoModelForCausalLM.from_config(AutoConfig.for_model(**cfg, use_cache=False), dtype=torch.bfloat16,
                                              attn_implementation=impl).train()
     if spec != "none":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs={"use_reentrant": False})
         chosen = set(T.checkpointed_layers(spec, cfg["num_hidden_layers"]))
         for i, layer in enumerate(model.model.layers):
             layer.gradient_checkpointing = i in chosen

@@ -171,37 +171,108 @@
       const layer = perLayerMatmul + 2 * s.d + (s.qkvBias ? q + 2 * kv : 0) + (s.qkNorm ? 2 * s.hd : 0);
       return { total: s.L * layer + s.V * s.d * (s.tied ? 1 : 2) + s.d, matmul: s.L * perLayerMatmul + s.V * s.d };
     }
-    // lib.planner.training._rms_norm_bytes
-    function rmsNormBytes(tokens, width, p) {
-      return p < 4 ? tokens * (4 * width + 4 + p * width) : tokens * (4 * width + 4 + 4 * width);
-    }
-    // lib.planner.training.llama_layer_bytes (total)
-    function llamaLayerBytes(s, b, n, p, attention) {
-      const t = b * n;
-      let bytes = rmsNormBytes(t, s.d, p) + p * t * s.d;
-      if (s.qkNorm) bytes += rmsNormBytes(t * s.h, s.hd, p) + rmsNormBytes(t * s.hk, s.hd, p);
+    // lib.planner.training.llama_layer_bytes (total) for full training or LoRA on targets (a Set; null: none);
+    // first: the first layer of a LoRA model, whose input needs no gradient
+    function llamaLayerParts(s, b, n, p, attention, lora, first) {
+      if (attention !== "eager" && attention !== "flash") throw new Error("attention must be eager or flash");
+      const t = b * n, trained = (name) => (lora ? lora.has(name) : true), xGrad = !(lora && first);
+      const norm = (rows, width, gradIn) => (gradIn ? rows * (4 * width + 4 + (lora ? 0 : p * width)) : 0);
+      const qG = xGrad || trained("q_proj"), kG = xGrad || trained("k_proj"), vG = xGrad || trained("v_proj");
+      const parts = { attnNorm: norm(t, s.d, xGrad),
+        qkvInput: (trained("q_proj") || trained("k_proj") || trained("v_proj")) ? p * t * s.d : 0 };
+      if (s.qkNorm) parts.qkNorms = norm(t * s.h, s.hd, qG) + norm(t * s.hk, s.hd, kG);
+      const scoresG = qG || kG;
+      let outG;
       if (attention === "eager") {
-        bytes += p * t * s.hd * (s.h + 2 * s.h) + 4 * b * s.h * n * n + (p < 4 ? p * b * s.h * n * n : 0);
-      } else if (attention === "flash") {
-        bytes += p * t * s.hd * (s.h + 2 * s.hk) + 4 * b * s.h * n;
-      } else throw new Error("attention must be eager or flash");
-      return bytes + p * t * s.h * s.hd + rmsNormBytes(t, s.d, p) + p * t * s.d + 4 * p * t * s.dff;
+        parts.qkv = p * t * s.hd * s.h * ((kG ? 1 : 0) + (qG ? 1 : 0) + (scoresG ? 1 : 0));
+        parts.softmax = scoresG ? 4 * b * s.h * n * n : 0;
+        parts.probs = p < 4 && vG ? p * b * s.h * n * n : 0;
+        outG = scoresG || vG;
+        parts.oInput = trained("o_proj") ? p * t * s.h * s.hd : 0;
+      } else {
+        outG = qG || kG || vG;
+        parts.qkv = outG ? p * t * s.hd * (s.h + 2 * s.hk) : 0;
+        parts.lse = outG ? 4 * b * s.h * n : 0;
+        parts.oInput = (outG || trained("o_proj")) ? p * t * s.h * s.hd : 0;
+      }
+      const hG = xGrad || outG || trained("o_proj");
+      parts.mlpNorm = norm(t, s.d, hG);
+      parts.gateUpInput = (trained("gate_proj") || trained("up_proj")) ? p * t * s.d : 0;
+      const gateG = hG || trained("gate_proj"), upG = hG || trained("up_proj");
+      parts.swiglu = p * t * s.dff * ((gateG ? 1 : 0) + (upG ? 1 : 0) + (gateG ? 1 : 0) + (trained("down_proj") ? 1 : 0));
+      if (lora) parts.loraIntermediates = p * t * lora.rank * lora.size;
+      parts.total = Object.values(parts).reduce((a, x) => a + x, 0);
+      return parts;
     }
-    // lib.planner.training.checkpointed_layers: how many layers keep only their input
-    function checkpointedLayers(spec, L) {
-      if (spec === "none") return 0;
-      if (spec === "full") return L;
+    function llamaLayerBytes(s, b, n, p, attention, lora, first) {
+      return llamaLayerParts(s, b, n, p, attention, lora || null, !!first).total;
+    }
+    // lib.planner.training.checkpointed_layers: which layers keep only their input
+    function checkpointedSet(spec, L) {
+      if (spec === "none") return new Set();
+      if (spec === "full") return new Set(Array.from({ length: L }, (_, i) => i));
       const m = /^every:([0-9]+)$/.exec(spec);
-      if (m && Number(m[1]) >= 1) return Math.ceil(L / Number(m[1]));
+      if (m && Number(m[1]) >= 1) {
+        const k = Number(m[1]), out = new Set();
+        for (let i = 0; i < L; i += k) out.add(i);
+        return out;
+      }
       throw new Error("checkpointing must be none, full or every:K with K a positive integer, got " + spec);
     }
-    // lib.planner.training.llama_activation_bytes: [layers, one layer recomputed, outside the layers]
-    function llamaActivationBytes(s, b, n, p, attention, spec) {
-      const c = checkpointedLayers(spec, s.L), t = b * n, layer = llamaLayerBytes(s, b, n, p, attention);
-      const outside = 8 * t + 2 * p * n * s.hd + rmsNormBytes(t, s.d, p) + p * t * s.d + 4 * t * s.V +
-        (b === 1 ? 8 * (b * n + 1) : 8 * b * n) + 4;
-      return { layers: (s.L - c) * layer + c * p * t * s.d, recomputed: c ? layer : 0, outside: outside,
-        checkpointed: c };
+    function checkpointedLayers(spec, L) { return checkpointedSet(spec, L).size; }
+    // lib.planner.training.llama_activation_bytes: what is kept when the backward pass starts
+    function llamaActivationBytes(s, b, n, p, attention, spec, lora) {
+      lora = lora || null;
+      const ck = checkpointedSet(spec, s.L), t = b * n;
+      const layer = llamaLayerBytes(s, b, n, p, attention, lora, false);
+      const first = llamaLayerBytes(s, b, n, p, attention, lora, true);
+      let layers = 0;
+      for (let i = 0; i < s.L; i++) layers += ck.has(i) ? p * t * s.d : (i === 0 ? first : layer);
+      const outside = (lora ? 0 : 8 * t) + 2 * p * n * s.hd + t * (4 * s.d + 4 + (lora ? 0 : p * s.d)) +
+        (lora ? 0 : p * t * s.d) + 4 * t * s.V + (b === 1 ? 8 * (b * n + 1) : 8 * b * n) + 4;
+      return { layers: layers, outside: outside, total: layers + outside, checkpointed: ck.size };
+    }
+    // lib.planner.training.llama_peak_bytes (on a GPU: no CPU matmul buffer)
+    function llamaPeakBytes(s, b, n, p, attention, spec, lora) {
+      lora = lora || null;
+      const ck = checkpointedSet(spec, s.L), t = b * n;
+      const kept = llamaActivationBytes(s, b, n, p, attention, spec, lora).total;
+      const lay = llamaLayerParts(s, b, n, p, attention, lora, false);
+      const mask = attention === "eager" && ck.size ? p * b * n * n : 0;
+      const alive = (lora ? 0 : 8 * t) + 2 * p * n * s.hd + 8 * n + mask, g = p * t * s.d;
+      const mlp = lay.mlpNorm + lay.gateUpInput + lay.swiglu;
+      const dAttn = attention === "eager"
+        ? g + 8 * b * s.h * n * n - (mlp + lay.oInput + p * t * s.h * s.hd + lay.probs)
+        : g + p * t * s.hd * (s.h + 2 * s.hk) - mlp;
+      const delta = Math.max(dAttn, g + p * t * s.dff);
+      const first = llamaLayerBytes(s, b, n, p, attention, lora, true);
+      let below = 0, layersPeak = 0;
+      for (let i = 0; i < s.L; i++) {
+        const full = i === 0 ? first : lay.total, here = ck.has(i) ? p * t * s.d + full : full;
+        layersPeak = Math.max(layersPeak, alive + below + here + delta);
+        below += ck.has(i) ? p * t * s.d : full;
+      }
+      return Math.max(kept, kept + 8 * t * s.V, kept - 4 * t * s.V + 16 * t * s.d, layersPeak);
+    }
+    // lib.planner.training.nf4_tensor_bytes (double quantisation) and quantized_base_bytes
+    function nf4TensorBytes(k) {
+      const blocks = Math.ceil(k / 64);
+      return Math.ceil(k / 2) + blocks + 4 * Math.ceil(blocks / 256) + 256 * 4 + 4 + 16 * 4;
+    }
+    function linearNumels(s) {
+      const q = s.h * s.hd, kv = s.hk * s.hd;
+      return [s.d * q, s.d * kv, s.d * kv, q * s.d, s.d * s.dff, s.d * s.dff, s.dff * s.d];
+    }
+    function quantizedBaseBytes(s, total, dtype) {
+      const per = linearNumels(s), lin = s.L * per.reduce((a, k) => a + k, 0);
+      const q = dtype === "int4" ? s.L * per.reduce((a, k) => a + nf4TensorBytes(k), 0) : lin;
+      return q + 2 * (total - lin);
+    }
+    // lib.planner.training.shard_states: the ZeRO rule (its home is the Python function; tested against it)
+    function shardStates(weights, gradients, optimizer, stage, dp, mp) {
+      if (![0, 1, 2, 3].includes(stage)) throw new Error("ZeRO stage must be 0, 1, 2 or 3");
+      return { weights: weights / (mp * (stage >= 3 ? dp : 1)), gradients: gradients / (mp * (stage >= 2 ? dp : 1)),
+        optimizer: optimizer / (mp * (stage >= 1 ? dp : 1)) };
     }
     // lib.planner.training.lora_parameters
     function loraParameters(s, rank, targets) {
@@ -229,28 +300,35 @@
       const s = llamaShape(c), dp = o.gpus / (o.tp * o.pp), b = o.microBatch, n = o.context;
       if (s.h % o.tp) throw new Error("tp " + o.tp + " does not divide the model's " + s.h + " attention heads");
       const p = ACT_BYTES[dtype] || 2;
-      const act = llamaActivationBytes(s, b, n, p, o.attention, o.checkpointing);
-      const activation = act.layers / o.tp + act.recomputed / o.tp + act.outside / o.tp;
+      let lora = null;
+      if (rank) {
+        lora = new Set(o.loraTargets);
+        const bad = o.loraTargets.filter((t) => !LORA_TARGETS.includes(t));
+        if (bad.length || !o.loraTargets.length) throw new Error("LoRA targets must be among " + LORA_TARGETS.join(", "));
+        lora.rank = rank;
+      }
+      const ckCount = checkpointedLayers(o.checkpointing, s.L);
+      const activation = llamaPeakBytes(s, b, n, p, o.attention, o.checkpointing, lora) / o.tp;
       const params = llamaParameters(s);
       const trainable = rank ? loraParameters(s, rank, o.loraTargets) : params.total;
       if (!(o.optimizer in { adamw: 1, adamw8bit: 1, sgd: 1 })) throw new Error("unknown optimizer " + o.optimizer);
       const recipe = o.optimizer === "adamw" ? (p === 2 ? "adamw" : "adamw-fp32") : o.optimizer;
       const [rw, rg, ro] = RECIPES[recipe];
-      const baseW = rank ? params.total * (QUANTIZED_BASE[dtype] || ACT_BYTES[dtype]) : rw * trainable;
-      const loraW = rank ? rw * trainable : 0, mp = o.tp * o.pp;
-      const weights = (baseW + loraW) / (mp * (o.zero >= 3 ? dp : 1));
-      const grads = rg * trainable / (mp * (o.zero >= 2 ? dp : 1));
-      const opt = ro * trainable / (mp * (o.zero >= 1 ? dp : 1));
+      const baseW = rank ? (dtype in QUANTIZED_BASE ? quantizedBaseBytes(s, params.total, dtype)
+        : params.total * ACT_BYTES[dtype]) : rw * trainable;
+      const loraW = rank ? rw * trainable : 0;
+      const shard = shardStates(baseW + loraW, rg * trainable, ro * trainable, o.zero, dp, o.tp * o.pp);
+      const weights = shard.weights, grads = shard.gradients, opt = shard.optimizer;
       let attn = 12 * s.L * n * s.h * s.hd;
       if (o.attention === "flash") attn = Math.floor(attn / 2);
       let flopsToken = (rank ? 4 : 6) * params.matmul + (rank ? 6 * trainable : 0) + attn;
-      if (act.checkpointed) {  // lib.planner.training.recompute_flops_per_token
+      if (ckCount) {  // lib.planner.training.recompute_flops_per_token
         const a = 4 * n * s.h * s.hd, layerMatmul = (params.matmul - s.V * s.d) / s.L;
-        flopsToken += Math.trunc(act.checkpointed * (2 * layerMatmul + (o.attention === "flash" ? Math.floor(a / 2) : a)));
+        flopsToken += Math.trunc(ckCount * (2 * layerMatmul + (o.attention === "flash" ? Math.floor(a / 2) : a)));
       }
       const out = { weights: Math.ceil(weights), gradients: Math.ceil(grads), optimizer: Math.ceil(opt),
         activation: Math.ceil(activation), trainable: trainable, parameters: params.total, flopsPerToken: flopsToken,
-        flopsPerStep: flopsToken * b * n * dp, dp: dp, checkpointed: act.checkpointed, layers: s.L };
+        flopsPerStep: flopsToken * b * n * dp, dp: dp, checkpointed: ckCount, layers: s.L };
       out.total = out.weights + out.gradients + out.optimizer + out.activation;
       if (o.tokens) {
         if (!(o.mfu > 0 && o.mfu <= 1)) throw new Error("MFU must lie in (0, 1]");
@@ -261,7 +339,8 @@
     }
     return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, cachedTokenLayers, kvBytesPerSequence,
       validTpDegrees, tpLayout, planGpus, windows, engineCache, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
-      checkpointedLayers, llamaActivationBytes, loraParameters, trainingPlan };
+      checkpointedLayers, llamaActivationBytes, llamaPeakBytes, nf4TensorBytes, quantizedBaseBytes, shardStates,
+      loraParameters, trainingPlan };
   }
 
   const FIELDS = [
