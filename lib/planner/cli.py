@@ -198,7 +198,7 @@ def layer_kinds(cfg: ModelConfig) -> str:
     return f"{cfg.n_layers} layers: " + ", ".join(f"{n} {k}" for k, n in counts.items())
 
 
-def read_model(path: str | Path, *, assume_family: str | None = None
+def read_model(path: str | Path, *, assume_family: str | None = None, cache: bool = False
                ) -> tuple[ModelConfig | None, eng_mod.EngineModel | None, list[str]]:
     """Read ``config.json``: the hand-written reader first; where it refuses, transformers (if installed) decides.
 
@@ -217,7 +217,7 @@ def read_model(path: str | Path, *, assume_family: str | None = None
     p = Path(path)
     raw = json.loads(p.read_text(encoding="utf-8"))
     try:
-        em = eng_mod.describe(raw)
+        em = eng_mod.describe(raw, cache=cache)
     except eng_mod.EngineError as err:
         raise ConfigError(f"{refusal}; the transformers engine cannot read it either: {err}") from None
     notes = list(em.notes)
@@ -667,7 +667,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     args = _parser().parse_args(argv)
     try:
-        cfg, em, notes = read_model(args.config, assume_family=args.assume_family)
+        cfg, em, notes = read_model(args.config, assume_family=args.assume_family, cache=True)
         memory = parse_bytes(args.gpu_memory) if args.gpu_memory is not None else None
         name = None if memory is not None else gpu(args.gpu).name
         settings: dict[str, Any] = {"gpu_memory_utilization": args.utilization,

@@ -22,15 +22,21 @@ without them for the families the hand-written readers cover.
 
 from __future__ import annotations
 
+import copy
+import hashlib
+import json
+import os
 import re
 import warnings
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from .units import as_count, bytes_per_element
 
-__all__ = ["EngineError", "Layer", "EngineModel", "available", "describe", "kv_bytes_per_token", "weight_bytes",
-           "kv_bytes_per_sequence", "state_bytes_per_sequence", "layer_summary", "layer_kinds"]
+__all__ = ["EngineError", "Layer", "EngineModel", "available", "describe", "cache_dir",
+           "CACHE_ENV", "kv_bytes_per_token", "weight_bytes", "kv_bytes_per_sequence", "state_bytes_per_sequence",
+           "layer_summary", "layer_kinds"]
 
 
 class EngineError(ValueError):
@@ -88,13 +94,51 @@ class EngineModel:
 
 
 def available() -> bool:
-    """Whether ``transformers`` and ``torch`` can be imported."""
+    """Whether ``transformers`` and ``torch`` are installed (found, not imported: importing them takes seconds, and a
+    cached description needs neither)."""
+    from importlib.util import find_spec
+
+    return find_spec("torch") is not None and find_spec("transformers") is not None
+
+
+#: Environment variable naming the folder of cached descriptions (empty: no cache). Default: the user's cache
+#: folder (``platformdirs.user_cache_dir``, ``$XDG_CACHE_HOME`` or ``~/.cache``) / ``transformer-book-planner``.
+CACHE_ENV = "LIB_SIZING_CACHE_DIR"
+
+
+def cache_dir() -> Path | None:
+    """The folder :func:`describe` caches descriptions in (None: caching off)."""
+    env = os.environ.get(CACHE_ENV)
+    if env is not None:
+        return Path(env) if env else None
     try:
-        import torch  # noqa: F401
-        import transformers  # noqa: F401
+        from platformdirs import user_cache_dir
+
+        return Path(user_cache_dir("transformer-book-planner", appauthor=False))
     except ImportError:
-        return False
-    return True
+        return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer-book-planner"
+
+
+def _cache_key(raw: dict[str, Any]) -> str:
+    """The config's digest with what could change the description: transformers' and torch's versions and this
+    module's source."""
+    from importlib.metadata import version
+
+    parts = [json.dumps(raw, sort_keys=True, separators=(",", ":")), version("transformers"), version("torch"),
+             Path(__file__).read_text(encoding="utf-8")]
+    return hashlib.sha256("\0".join(parts).encode()).hexdigest()
+
+
+def _to_json(m: EngineModel) -> str:
+    return json.dumps(asdict(m), separators=(",", ":"))
+
+
+def _from_json(text: str) -> EngineModel:
+    d = json.loads(text)
+    d["layers"] = tuple(Layer(**la) for la in d["layers"])
+    d["notes"] = tuple(d["notes"])
+    d["tensors"] = tuple((n, tuple(shape), bool(lin), int(w)) for n, shape, lin, w in d["tensors"])
+    return EngineModel(**d)
 
 
 _DROP = ("architectures", "transformers_version", "torch_dtype", "dtype", "auto_map", "quantization_config",
@@ -341,13 +385,38 @@ def _shared_kv(text_cfg: Any, n_layers: int) -> list[bool]:
     return [i >= n_layers - shared for i in range(n_layers)]
 
 
-def describe(raw: dict[str, Any]) -> EngineModel:
+def describe(raw: dict[str, Any], *, cache: bool = False) -> EngineModel:
     """The model ``raw`` (a parsed ``config.json``) describes, as transformers builds it on the meta device.
 
-    Raises :class:`EngineError` (one line) for a config transformers cannot build.
+    ``cache=True`` (the command line's choice) keeps the description in :func:`cache_dir`, keyed by the config's
+    digest, the transformers and torch versions and this module's source, and answers from it the next time
+    without importing torch or transformers (benchmarks/bench_planner_cache.py measures the difference). Raises
+    :class:`EngineError` (one line) for a config transformers cannot build; a refusal is never cached.
     """
     if not isinstance(raw, dict):
         raise EngineError(f"a config must be a JSON object, got {type(raw).__name__}")
+    folder = cache_dir() if cache else None
+    path = None
+    if folder is not None:
+        try:
+            path = folder / f"{_cache_key(raw)}.json"
+            if path.is_file():
+                return _from_json(path.read_text(encoding="utf-8"))
+        except Exception:  # noqa: BLE001  (an unreadable or stale cache entry: describe afresh)
+            pass
+    m = _describe_or_refuse(copy.deepcopy(raw))  # transformers edits nested fields in place (rope settings)
+    if path is not None:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(_to_json(m), encoding="utf-8")
+            os.replace(tmp, path)
+        except OSError:  # a read-only home: answer anyway
+            pass
+    return m
+
+
+def _describe_or_refuse(raw: dict[str, Any]) -> EngineModel:
     try:
         return _describe(raw)
     except EngineError:
