@@ -215,3 +215,34 @@ def test_recurrent_state_as_vllm_holds_it() -> None:
     assert engine_report(nxt, raw)["state_bytes_per_sequence"] == 37.6875 * MiB
     with pytest.raises(ValueError, match="layout"):
         engine.state_bytes_per_sequence(nxt, "bf16", layout="sglang")
+
+
+@pytest.mark.parametrize("path", HAND, ids=[f.name.removesuffix(".config.json") for f in HAND])
+def test_engine_flops_equal_the_hand_formulas(path: Path) -> None:
+    """Issue 33 item 5: FLOPs per token for every model, engine-read ones included, in the hand-written formulas'
+    convention; for every hand family the two agree (Qwen2-MoE: within 1e-5, its shared expert's one-output gate
+    is a matrix the hand formula leaves out), and the crossover too (DeepSeek-V2-Lite: within 0.2 %, the hand
+    formula takes the kind of layer most layers are, the engine every layer)."""
+    from lib.planner.flops import forward_flops, model_crossover_length
+
+    cfg, m = read_model(path)[0], _engine(path)
+    for context in (1, 8192):
+        hand, built = forward_flops(cfg, context), engine.forward_flops(m, context)
+        for part in ("attention", "projections", "ffn", "lm_head", "total"):
+            assert built[part] == pytest.approx(getattr(hand, part), rel=1e-5, abs=0), part
+    assert engine.crossover_context(m) == pytest.approx(model_crossover_length(cfg), rel=2e-3)
+
+
+def test_engine_flops_for_models_only_the_engine_reads() -> None:
+    """gpt-oss-20b by hand: 2 FLOPs per weight of its attention matrices and of 4 of 32 experts (router left out),
+    2 x 64 heads x (64 + 64) per cached key (each layer its window), 2 d V for the head."""
+    m = _engine(FIXTURES / "gpt-oss-20b.config.json")
+    f = engine.forward_flops(m, 4096)
+    d, v = 2880, 201088
+    attn_weights = d * 64 * 64 + 2 * d * 8 * 64 + 64 * 64 * d
+    assert f["projections"] == 24 * 2 * attn_weights
+    assert f["ffn"] == 24 * 2 * 4 * (d * 2 * 2880 + 2880 * d)
+    assert f["attention"] == 2 * 64 * 128 * (12 * 128 + 12 * 4096)
+    assert f["lm_head"] == 2 * d * v
+    hybrid = _engine(FIXTURES / "Nemotron-H-geometry-56L.config.json")  # 4 attention layers among Mamba's
+    assert engine.crossover_context(hybrid) > engine.crossover_context(m) > 0

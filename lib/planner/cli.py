@@ -94,9 +94,11 @@ JSON_KEYS: dict[str, str] = {
                                 " conv_kernel: lib.planner.engine.state_bytes_per_sequence(layout=...))"
                                 " at the cache dtype; 0 for a model of attention layers only",
     "total_bytes": "weights_bytes + kv_cache_bytes + users x state_bytes_per_sequence",
-    "flops_per_token": "attention, projections, ffn, lm_head, total: forward FLOPs of one token at the context"
-                       " (null for a model read by transformers only)",
-    "crossover_context": "context at which attention-score FLOPs equal feed-forward FLOPs (null: as above)",
+    "flops_per_token": "attention, projections, ffn, lm_head, total: forward matmul FLOPs of one token at the"
+                       " context (a model read by transformers: from its per-layer matrices and score widths,"
+                       " lib.planner.engine.forward_flops, equal to the hand-written formulas for their families;"
+                       " an encoder-decoder's decoder, the encoder run once per request left out)",
+    "crossover_context": "context at which attention-score FLOPs equal feed-forward FLOPs (null: no self-attention)",
     "encoder_decoder": "null for a decoder-only model; for an encoder-decoder (BART, T5, Whisper, BLIP):"
                        " encoder_params (the encoder or image/audio tower, a table it shares with the decoder"
                        " included), decoder_layers, source_tokens (what the cross-attention caches per request:"
@@ -355,8 +357,8 @@ def engine_report(
         "kv_cache_bytes": users * per_seq,
         "state_bytes_per_sequence": state,
         "total_bytes": total,
-        "flops_per_token": None,
-        "crossover_context": None,
+        "flops_per_token": eng_mod.forward_flops(em, context),
+        "crossover_context": eng_mod.crossover_context(em),
         "encoder_decoder": seq2seq,
         "serving": _serving(
             lambda pp: engine_plan(em, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=base,
@@ -542,8 +544,9 @@ def format_report(r: dict[str, Any]) -> str:
             f"forward FLOPs per token at context {w['context']}: {f['total']:.4g} (attention scores"
             f" {f['attention']:.4g}, projections {f['projections']:.4g}, feed-forward {f['ffn']:.4g}, LM head"
             f" {f['lm_head']:.4g})",
-            f"attention scores = feed-forward FLOPs at context {r['crossover_context']:,.0f}",
         ]
+        if r["crossover_context"] is not None:
+            lines.append(f"attention scores = feed-forward FLOPs at context {r['crossover_context']:,.0f}")
     lines.append(
         f"GPU: {gpu_text}{w['gpu_memory_bytes'] / GB:,.2f} GB = {w['gpu_memory_bytes'] / GiB:,.2f} GiB as the"
         f" serving engine sees it{smi}; (weights + cache) / memory, rounded up, would be"

@@ -36,7 +36,7 @@ from .units import as_count, bytes_per_element
 
 __all__ = ["EngineError", "Layer", "EngineModel", "available", "describe", "cache_dir",
            "CACHE_ENV", "kv_bytes_per_token", "weight_bytes", "kv_bytes_per_sequence", "state_bytes_per_sequence",
-           "layer_summary", "layer_kinds"]
+           "layer_summary", "layer_kinds", "forward_flops", "crossover_context"]
 
 
 class EngineError(ValueError):
@@ -59,6 +59,11 @@ class Layer:
     #: exceeds the key/value heads)
     widest: int = 0  #: outputs per token of its widest block (attention or the rest), for the activation estimate
     kv_heads: int = 0  #: key/value heads of its attention (0: none; MiMo-V2-Flash's full and sliding layers differ)
+    score_width: int = 0  #: query width plus the attention output's input width: a cached key costs the token
+    #: ``2 x score_width`` FLOPs (scores and the weighted sum of values); 0 for a layer without self-attention
+    attn_matmul: int = 0  #: weights of the self-attention's matrices (each costs 2 FLOPs per token)
+    ffn_matmul: int = 0  #: weights of every other matrix one token uses (routed experts: top-k of E; the router
+    #: left out, as the hand-written formulas leave it out)
     conv_channels: int = 0  #: channels of its causal convolutions: transformers keeps ``kernel`` columns of each
     #: (counted in ``state``), vLLM ``kernel - 1`` (``MambaStateShapeCalculator``), so vLLM holds this many fewer
     cross_kv_per_token: int = 0  #: an encoder-decoder's cross-attention: elements cached per source token (K and V
@@ -362,6 +367,56 @@ def _recurrent_state(layer: Any) -> tuple[int, str, int]:
     return conv + rec, kind, channels
 
 
+def _matmul_flops_parts(layer: Any, text_cfg: Any, top_k: int, experts: int) -> tuple[int, int, int]:
+    """(score width, self-attention matrix weights, other matrix weights one token uses) of one decoder layer, for
+    the FLOPs of a token: matrices cost 2 FLOPs per weight, a cached key 2 x score width."""
+    import torch
+
+    attn_name = ""
+    for name, sub in layer.named_modules():
+        if not name or re.search(r"(linear_attn|mamba|conv|cross)", name) or _CROSS.search(name) \
+                or _is_linear_attention(sub):
+            continue
+        if _key_value(sub) is not None or hasattr(sub, "kv_a_proj_with_mqa") or any(
+                hasattr(sub, f) for f in ("query_key_value", "c_attn", "qkv_proj", "Wqkv")):
+            attn_name = name
+            break
+    score = 0
+    if attn_name:
+        sub = layer.get_submodule(attn_name)
+        q = next((getattr(sub, n) for n in ("q_proj", "q", "query", "q_b_proj") if isinstance(
+            getattr(sub, n, None), torch.nn.Linear)), None)
+        heads = _attr(text_cfg, "num_attention_heads") or 1
+        head_dim = _attr(sub, "head_dim") or _attr(text_cfg, "head_dim") or text_cfg.hidden_size // heads
+        q_width = _out(q) if q is not None else int(heads) * int(head_dim)
+        o = next((getattr(sub, n) for n in ("o_proj", "out_proj", "o", "dense", "c_proj") if getattr(
+            sub, n, None) is not None and hasattr(getattr(sub, n), "weight")), None)
+        o_in = (o.in_features if isinstance(o, torch.nn.Linear) else int(o.weight.shape[0])) if o is not None \
+            else q_width
+        score = q_width + o_in
+        if attn_name.endswith(".self"):  # BERT-style: the output projection is a sibling of .self
+            attn_name = attn_name.rsplit(".", 1)[0]
+    attn = rest = 0
+    for name, mod in layer.named_modules():
+        weight = getattr(mod, "weight", None) if isinstance(mod, torch.nn.Linear) or type(mod).__name__ == "Conv1D" \
+            else None
+        params = [(name, weight)] if weight is not None else []
+        if name.endswith("experts") and not isinstance(mod, torch.nn.ModuleList):
+            params = [(name, p) for p in mod.parameters(recurse=False) if p.dim() == 3]
+        for pname, p in params:
+            n = p.numel()
+            routed = bool(_ROUTED.search(pname + ".")) or pname.endswith("experts")
+            if routed and experts:
+                n = n * top_k // experts
+            elif experts and isinstance(mod, torch.nn.Linear) and mod.out_features == experts:
+                continue  # the router
+            if attn_name and (pname == attn_name or pname.startswith(attn_name + ".")):
+                attn += n
+            else:
+                rest += n
+    return score, attn, rest
+
+
 def _windows(text_cfg: Any, n_layers: int) -> list[int | None]:
     """Each layer's window as transformers' own cache lays it out (None: full)."""
     try:
@@ -506,6 +561,8 @@ def _describe(raw: dict[str, Any]) -> EngineModel:
         kv, latent, sinks, kv_proj, attn, layer_kv_heads = _attention_kv(layer, text)
         state, rkind, channels = _recurrent_state(layer)
         cross = _cross_kv(layer) if seq2seq else 0
+        n_experts = next((e for name, e in experts_size.items() if name.startswith(f"{prefix}.{i}.")), 0)
+        score, attn_mm, rest_mm = _matmul_flops_parts(layer, text, top_k[i] if top_k else 0, n_experts)
         if latent:
             layer_kv_heads = heads
         if shared[i]:
@@ -532,7 +589,8 @@ def _describe(raw: dict[str, Any]) -> EngineModel:
         widest = max(attn, act - attn) // d_model if d_model else 0
         out.append(Layer(kind=kind, kv_per_token=kv, window=windows[i] if kv else None, state=state, sinks=sinks,
                          params=params, active=act, kv_projection=kv_proj, widest=widest, kv_heads=layer_kv_heads,
-                         cross_kv_per_token=cross, conv_channels=channels))
+                         cross_kv_per_token=cross, conv_channels=channels,
+                         score_width=score if kv or reuses else 0, attn_matmul=attn_mm, ffn_matmul=rest_mm))
     encoder = source = 0
     if seq2seq:  # the cross-attention cache is computed once per request: a fixed state at the source length
         source = _source_tokens(cfg, text)
@@ -629,3 +687,25 @@ def weight_bytes(m: EngineModel, quant: Any = None, other_bytes: float = 2.0) ->
         else:
             last += b
     return first + sum(per_layer) + last, per_layer, first, last
+
+
+def forward_flops(m: EngineModel, context: int) -> dict[str, int]:
+    """Forward matmul FLOPs of one token attending to ``context`` positions, from the engine's per-layer
+    description, in the hand-written formulas' convention (:func:`lib.planner.flops.forward_flops`): each matrix
+    weight costs 2 FLOPs (routed experts: top-k of E; routers left out), each cached key ``2 x score_width``
+    (scores and the weighted sum of values, each layer's window applied), plus the output head ``2 d V``.
+    Recurrent mixers count their matrices; their recurrence (a few FLOPs per state element) is left out."""
+    context = as_count(context, "context")
+    attention = sum(2 * la.score_width * (min(context, la.window) if la.window else context) for la in m.layers)
+    projections = sum(2 * la.attn_matmul for la in m.layers)
+    ffn = sum(2 * la.ffn_matmul for la in m.layers)
+    head = 2 * m.d_model * m.vocab_size
+    return {"attention": attention, "projections": projections, "ffn": ffn, "lm_head": head,
+            "total": attention + projections + ffn + head}
+
+
+def crossover_context(m: EngineModel) -> float | None:
+    """Context at which a token's attention-score FLOPs equal its feed-forward FLOPs (windows ignored, as in
+    :func:`lib.planner.flops.model_crossover_length`); None for a model without self-attention."""
+    per_key = sum(2 * la.score_width for la in m.layers)
+    return sum(2 * la.ffn_matmul for la in m.layers) / per_key if per_key else None
