@@ -35,7 +35,8 @@ TEXT_WIDTH = 7.0
 PHONE_FIGURE_PX = 358
 #: The smallest text a figure may have at that width, in CSS pixels.
 MIN_TEXT_PX = 9.0
-#: A figure this wide (inches) keeps 9.5 pt text at 9.4 px on a phone: 9.5 * 358 / (72 * 5.0).
+#: A figure this wide (inches) keeps 9.5 pt text above 9 px on a phone: saved 5.2 in wide (0.1 in of padding
+#: each side), it shows 9.5 * 358 / (72 * 5.2) = 9.1 px.
 PHONE_WIDTH = 5.0
 #: Okabe & Ito's colour-blind-safe palette (black first), in the order the colour cycle uses.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
