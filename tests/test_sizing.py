@@ -467,3 +467,34 @@ def test_mi300x_preset_is_rocm_smis_total() -> None:
 
     card = GPUS["MI300X"]
     assert card.memory_bytes == card.plan_bytes == 205_822_885_888 == 196_288 * 2**20
+
+
+def test_pipeline_split_pinned_by_value() -> None:
+    """Issue 33 item 6: vLLM's get_pp_indices gives every stage n // pp layers and the remainder one apiece to the
+    stages just before the last (the last holds the head): pinned here, not only in a chapter."""
+    from lib.planner.serving import pp_layer_partition
+
+    assert pp_layer_partition(32, 3) == [range(0, 11), range(11, 22), range(22, 32)]
+    # DeepSeek-V3's 61 layers on 8 stages: 7 each, the remaining 5 to stages 2-6 (the first and last keep 7)
+    assert pp_layer_partition(61, 8) == [range(0, 7), range(7, 14), range(14, 22), range(22, 30), range(30, 38),
+                                         range(38, 46), range(46, 54), range(54, 61)]
+    assert pp_layer_partition(80, 4) == [range(0, 20), range(20, 40), range(40, 60), range(60, 80)]
+    assert pp_layer_partition(5, 5) == [range(i, i + 1) for i in range(5)]
+    with pytest.raises(ValueError, match="stage needs at least one layer"):
+        pp_layer_partition(4, 5)
+
+
+def test_activation_peak_pinned_by_value() -> None:
+    """Issue 33 item 6: the serving activation estimate by value, not only > 0. Llama 2 7B, 8192 batched tokens,
+    256 sampled sequences, bf16: the residual stream and its normalised copy (2 x 4096) plus the wider of the
+    attention intermediates (4 x 4096) and the feed-forward ones (3 x 11008), 2 B each, plus fp32 logits of 256
+    tokens over 32000 entries; at tp = 2 the intermediates halve; without logits they go."""
+    from lib.planner.config import load_config
+    from lib.planner.serving import activation_peak_bytes
+
+    cfg = load_config(Path(__file__).parent / "fixtures" / "Llama-2-7b-hf.config.json")
+    assert activation_peak_bytes(cfg, 8192, 256, "bf16") == 8192 * (2 * 4096 + 3 * 11008) * 2 + 4 * 256 * 32000
+    assert activation_peak_bytes(cfg, 8192, 256, "bf16") == 708_050_944
+    assert activation_peak_bytes(cfg, 8192, 256, "bf16", tp=2) == 8192 * (2 * 4096 + 3 * 11008 / 2) * 2 \
+        + 4 * 256 * 32000
+    assert activation_peak_bytes(cfg, 2048, 4096, "bf16", logits=False) == 2048 * (2 * 4096 + 3 * 11008) * 2
