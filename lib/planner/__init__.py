@@ -1,10 +1,16 @@
-"""The capacity planner: how much memory and how many GPUs a decoder-only Transformer needs at inference.
+"""The capacity planner: how much memory and how many GPUs a Transformer needs at inference (and, with
+``--train``, for a training step), for any model transformers knows as it is published: decoder-only models,
+mixtures of experts, hybrids with recurrent layers, encoder-decoders (BART, T5, Whisper, BLIP) and quantised
+checkpoints, read exactly or refused in one line.
 
 One module per concern, named after what a reader looks for:
 
 * :mod:`lib.planner.units`: bytes per dtype, sizes with units (``"80GB"``, ``"81559MiB"``);
 * :mod:`lib.planner.config`: reading ``config.json`` by hand, family by family, exactly or not at all;
-* :mod:`lib.planner.engine`: the same description read from ``transformers``' own model, built on the meta device;
+* :mod:`lib.planner.engine`: the same description read from ``transformers``' own model, built on the meta device
+  (encoder-decoders whole, with their cross-attention cache; FLOPs per token; cached for the command line);
+* :mod:`lib.planner.quant`: weights as a checkpoint stores them (``quantization_config``: fp8 blocks, mxfp4,
+  nvfp4, AWQ, GPTQ, compressed-tensors, bitsandbytes) and its published size;
 * :mod:`lib.planner.counts`: parameter counts and weight bytes;
 * :mod:`lib.planner.cache`: KV-cache bytes (eq. kv-bytes), layer by layer with sliding windows;
 * :mod:`lib.planner.flops`: forward FLOPs of a whole model (the per-block mathematics is :mod:`lib.flops`);
