@@ -831,7 +831,11 @@ def deepspeed_zero3_bytes(total_params: int, largest_layer_params: int, gpus: in
     return {"gpu": 4 * largest_layer_params + 18 * total_params / gpus}
 
 
-def accelerate_training_bytes(total_params: int) -> float:
-    """accelerate's ``estimate-memory``, "training using Adam": four times the model's fp32 size (weights,
-    gradients and two moments, each ``4 P``), ``16 P`` bytes; activations not included."""
-    return 4 * 4 * total_params
+def accelerate_training_bytes(total_params: int, dtype: str = "float32") -> float:
+    """accelerate's ``estimate-memory``, "training using Adam", for one ``dtype`` row: four times the model's
+    size in that dtype (weights, gradients and two moments at the dtype's width): ``16 P`` bytes for float32,
+    ``8 P`` for float16 or bfloat16. Activations are not included."""
+    width = {"float32": 4, "float16": 2, "bfloat16": 2}
+    if dtype not in width:
+        raise ValueError(f"dtype must be one of {', '.join(width)}, got {dtype!r}")
+    return 4 * width[dtype] * total_params
