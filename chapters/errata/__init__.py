@@ -10,12 +10,9 @@ The modules are named after what they hold: ``attention`` (softmax, scaling, the
 ``architecture`` (positions, LayerNorm and the FFN, blocks), ``cost`` (FLOPs, the KV cache, memory limits on
 sequence length) and ``recurrence`` (what attention replaced).
 
-Provenance stays here, for maintainers, and never reaches the page: each pitfall keeps the tutorial notes and
-lines it was traced to with each claim's grade (``sources``; :data:`GRADES`: ``wrong``, the conclusion is false;
-``imprecise``, the conclusion holds but a number, a unit or the reason does not; ``assumption``, true only under
-a condition left unstated; ``rounding``, right for a rounded input only). Several claims that make one mistake
-share one pitfall.
-Claims the review found correct are not kept; ``git log`` holds their checks.
+For maintainers: the slips were collected from tutorial texts on the Transformer; the page names none of them.
+Where a chapter measures the same quantity, the pitfall computes it as the chapter does (same function, seed
+and sizes), so the two pages print the same number; ``tests/test_errata.py`` compares them.
 """
 
 from __future__ import annotations
@@ -33,13 +30,6 @@ ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 TOL = 1e-12  # float64 agreement between two ways of computing one quantity
 
-NOTES = {  # the tutorial notes the pitfalls were traced to (never named on the page)
-    "lab-report": "Lab Report",
-    "theory-notes": "Theory Notes",
-    "intro-article": "Introductory Article",
-    "walkthrough": "First-Principles Walkthrough",
-}
-GRADES = ("wrong", "imprecise", "assumption", "rounding")
 CHAPTERS = {  # the label that starts each chapter, e.g. (softmax)= in chapters/softmax.ipynb: its file stem
     "softmax": "softmax", "scaling": "scaling", "attention-backward": "attention_backward",
     "multihead": "multihead", "positional": "positional", "layernorm-ffn": "layernorm_ffn", "blocks": "blocks",
@@ -53,34 +43,25 @@ KEY = re.compile(r"[a-z][a-z0-9_]*")
 
 @dataclass(frozen=True)
 class Pitfall:
-    """One pitfall of the appendix: the function that computes its numbers, and where it was traced to."""
+    """One pitfall of the appendix: the function that computes its numbers, and the chapter it links to."""
 
     name: str  # the function's name: the prefix of its glue keys (``name_key``)
     chapter: str  # label of the chapter that derives the correction
-    sources: tuple[tuple[str, int, str], ...]  # (note, line, grade) for each claim traced here: maintainers only
     compute: Callable[[], dict[str, str]]
 
 
 PITFALLS: dict[str, Pitfall] = {}
 
 
-def pitfall(chapter: str, *sources: tuple[str, int, str]) -> Callable:
+def pitfall(chapter: str) -> Callable:
     """Register the decorated function as a pitfall; refuses an entry the appendix could not place."""
     if chapter not in CHAPTERS:
         raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
-    if not sources:
-        raise ValueError("a pitfall needs at least one (note, line, grade) source")
-    for source in sources:
-        note, line, grade = source
-        if note not in NOTES or not isinstance(line, int) or isinstance(line, bool) or line < 1:
-            raise ValueError(f"a source is (a key of NOTES, a positive line, a grade), got {source!r}")
-        if grade not in GRADES:
-            raise ValueError(f"grade must be one of {list(GRADES)}, got {grade!r}")
 
     def register(fn: Callable[[], dict[str, str]]) -> Callable[[], dict[str, str]]:
         if fn.__name__ in PITFALLS:
             raise ValueError(f"pitfall {fn.__name__!r} is registered twice")
-        PITFALLS[fn.__name__] = Pitfall(fn.__name__, chapter, tuple(sources), fn)
+        PITFALLS[fn.__name__] = Pitfall(fn.__name__, chapter, fn)
         return fn
 
     return register
