@@ -162,3 +162,28 @@ def test_sample_dot_products_draws_blocks_of_pairs() -> None:
     q, k = np.concatenate([g.standard_normal((2, 2, d_k)), g.standard_normal((2, 1, d_k))], axis=1)
     np.testing.assert_allclose(qk, (q * k).sum(axis=1), rtol=1e-12)
     np.testing.assert_allclose(qq, (q * q).sum(axis=1), rtol=1e-12)
+
+
+def test_head_logit_variance_is_the_sampled_variance() -> None:
+    """The closed form read off the weights matches Var(q.k / sqrt(d_k)) over sampled independent inputs."""
+    from errata.attention import head_logit_variance
+
+    g = np.random.default_rng(4)
+    d_model, d_k = 32, 8
+    w_q, w_k = g.normal(0, 0.3, (2, d_model, d_model))
+    x, y = g.standard_normal((2, 200_000, d_model))
+    sampled = np.mean([((x @ w_q[:, h:h + d_k]) * (y @ w_k[:, h:h + d_k])).sum(1).var() / d_k
+                       for h in range(0, d_model, d_k)])
+    assert abs(head_logit_variance(w_q, w_k, d_k) / sampled - 1) < 0.02
+
+
+def test_jacobian_norm_is_the_matrix_norm() -> None:
+    """The scaling chapter's closed form equals ||diag(a) - a a^T||_F, and is 0 for a one-hot row."""
+    from errata.attention import jacobian_norm
+
+    from lib.softmax import softmax
+
+    a = softmax(np.random.default_rng(6).normal(0, 3, (5, 7)))
+    direct = [np.linalg.norm(np.diag(r) - np.outer(r, r)) for r in a]
+    np.testing.assert_allclose(jacobian_norm(a), direct, rtol=1e-12)
+    assert jacobian_norm(np.eye(4)[:1])[0] == 0

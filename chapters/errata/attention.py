@@ -170,8 +170,8 @@ def size_eight() -> dict[str, str]:
              for seed in range(6)]
     long = saturation()["raw"][64][0]
     assert min(peaks) > 0.8 > long
-    return {"sd": count(int(np.sqrt(64))), "short": count(short), "peak_short": fixed(0.8, 1), "peak_long": fixed(long, 3),
-            "keys": count(SAT_KEYS)}
+    return {"sd": count(int(np.sqrt(64))), "short": count(short), "peak_short": fixed(0.8, 1),
+            "peak_long": fixed(long, 3), "keys": count(SAT_KEYS)}
 
 
 @pitfall("scaling")
@@ -190,7 +190,8 @@ def width_limit() -> dict[str, str]:
     widths = [d for d in SAT_WIDTHS if d >= 64]
     top = max(saturation()["scaled"][d][3] for d in widths)
     assert top < 0.1
-    return {"bound": fixed(0.1, 1), "keys": count(SAT_KEYS), "rows": count(SAT_QUERIES), "low": count(widths[0]), "high": count(widths[-1])}
+    return {"bound": fixed(0.1, 1), "keys": count(SAT_KEYS), "rows": count(SAT_QUERIES),
+            "low": count(widths[0]), "high": count(widths[-1])}
 
 
 @pitfall("scaling")

@@ -1,4 +1,5 @@
-"""Pitfalls about what attention replaced: recurrent networks, their gradients, and attention's parallelism."""
+"""Pitfalls about what attention replaced: recurrent networks (their gradients, their use of the hardware) and what
+attention and its position tables do and do not change."""
 
 from __future__ import annotations
 
