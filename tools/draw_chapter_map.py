@@ -29,7 +29,7 @@ from lib.book import figures  # noqa: E402
 from lib.book.diagrams_architecture import COLORS  # noqa: E402
 
 SHORT = {
-    "chapters/notation": "Notation and masks",
+    "chapters/notation": "Notation and conventions",
     "chapters/softmax": "A stable softmax",
     "chapters/scaling": "Why divide by \u221ad\u2096",
     "chapters/attention_backward": "The backward pass",
