@@ -94,7 +94,7 @@ def draw(root: Path = ROOT):
     backwards = [(a, b) for a, b in BUILDS_ON if a in order and b in order and order.index(a) >= order.index(b)]
     if backwards:
         raise SystemExit(f"draw_chapter_map: a chapter builds on a later one: {backwards}")
-    box_w, box_h, step, head = 2.6, 0.36, 0.46, 0.42
+    box_w, box_h, step, head = 2.85, 0.36, 0.46, 0.42  # the longest title, "Notation and conventions", fits
     n_rows = len(order)
     height = n_rows * step + len(parts) * head + 0.1
     width = 4.6
