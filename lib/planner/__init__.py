@@ -16,8 +16,9 @@ One module per concern, named after what a reader looks for:
 * :mod:`lib.planner.flops`: forward FLOPs of a whole model (the per-block mathematics is :mod:`lib.flops`);
 * :mod:`lib.planner.gpus`: GPU presets, memory as the driver and as the serving engine see it;
 * :mod:`lib.planner.serving`: tensor/pipeline parallel plans under vLLM's memory accounting;
-* :mod:`lib.planner.cli`: the report, its JSON schema, the command line and the in-page calculator
-  (``web/planner.js``).
+* :mod:`lib.planner.cli`: the report, its JSON schema and the in-page calculator's data and HTML
+  (``web/planner.js``); :mod:`lib.planner.text` renders the report as text, :mod:`lib.planner.command` is the
+  command line (argparse, one-line errors).
 
 This package re-exports their public names; ``python -m lib.sizing CONFIG.json --help`` runs the command line.
 """
