@@ -219,6 +219,13 @@ def test_korthikanti_and_published_estimators():
     assert T.deepspeed_zero2_bytes(10**9, 8)["gpu"] == 4e9 + 2e9
     assert T.deepspeed_zero3_bytes(10**9, 10**8, 8)["gpu"] == 4e8 + 18e9 / 8
     assert T.accelerate_training_bytes(10**9) == 16e9
+    # accelerate's estimate-memory prints one row per dtype: 4 x the model's size in it (its bf16 row for
+    # Llama 2 7B: 53.9 GB, the figure to set beside a bf16 recipe)
+    assert T.accelerate_training_bytes(10**9, "bfloat16") == T.accelerate_training_bytes(10**9, "float16") == 8e9
+    n7 = T.llama_shape(_fixture_configs()["Llama-2-7b-hf"]).parameters()
+    assert round(T.accelerate_training_bytes(n7, "bfloat16") / 1e9, 1) == 53.9
+    with pytest.raises(ValueError):
+        T.accelerate_training_bytes(10, "int8")
     with pytest.raises(ValueError, match="mfu"):
         T.gpu_hours(1e20, 1e15, 0)
 
