@@ -23,10 +23,16 @@ Closed forms:
 * :func:`book_decoder_layer_bytes`, :func:`book_encoder_layer_bytes`, :func:`book_model_activation_bytes`:
   the book's encoder-decoder (:mod:`lib.pt.model`), equal to the counted bytes exactly;
 * :func:`llama_layer_bytes`, :func:`llama_activation_bytes`: transformers' Llama-style decoder (RMSNorm, RoPE,
-  SwiGLU, GQA; Mistral, Qwen2, Qwen3), eager or a tiled (flash) kernel;
+  SwiGLU, GQA; Mistral, Qwen2, Qwen3), eager or a tiled (flash) kernel, full training or LoRA (a frozen
+  projection keeps no input), with activation checkpointing: what the forward pass keeps, equal to the count;
+* :func:`llama_peak_bytes`: the peak of the step, following the backward pass layer by layer (the layers below,
+  the layer being differentiated and its backward's temporaries, the loss's fp32 gradients), checked against
+  the peak :func:`measure_activation_peak` reads from torch's memory profiler;
 * :func:`korthikanti_layer_bytes`: Korthikanti et al. (2022), eq. 2, ``s b h (34 + 5 a s / h)``.
 
-Model states sharded over GPUs: :func:`zero_state_bytes` (ZeRO stages 0-3, Rajbhandari et al. 2020). LoRA:
+Model states: :func:`state_bytes`, sharded over GPUs by :func:`shard_states` (the ZeRO rule's one home, stages
+0-3, Rajbhandari et al. 2020; :func:`zero_state_bytes` applies it); 8-bit Adam (:func:`adam8bit_state_bytes`) and
+an NF4 base (:func:`nf4_tensor_bytes`, :func:`quantized_base_bytes`) as bitsandbytes stores them. LoRA:
 :func:`lora_parameters`. Compute: :func:`training_flops_per_token` (``6 N`` plus attention) and
 :func:`gpu_hours`. The published estimators the chapter compares with are :func:`deepspeed_zero2_bytes`,
 :func:`deepspeed_zero3_bytes` and :func:`accelerate_training_bytes`, written from their documented formulas.
