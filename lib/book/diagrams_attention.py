@@ -267,20 +267,27 @@ def softmax_paths_figure(x: Any):
 def scaling_variance(ax: Any, d_k: int = 4) -> tuple[str, ...]:
     """Draw why the scale is √d_k, top to bottom, on ``ax``: the components of ``q`` and ``k`` (``d_k`` of each,
     mean 0 and variance 1), their ``d_k`` products (variance 1 each), the sum ``q · k`` (variance ``d_k``) and
-    the scaled logit (variance 1). ``d_k`` boxes are drawn for the components (the last one labelled with the
-    general index). Returns the stages drawn: ``("components", "products", "sum", "scaled")``.
+    the scaled logit (variance 1). ``d_k`` boxes are drawn for the components, the last one labelled with the
+    general index and set apart from the others by an ellipsis. Returns the stages drawn:
+    ``("components", "products", "sum", "scaled")``.
     """
     if not isinstance(d_k, int) or not 2 <= d_k <= 6:
         raise ValueError(f"d_k must be an int from 2 to 6 (the boxes drawn), got {d_k!r}")
     ax.set_xlim(0, 10)
     ax.set_ylim(0.2, 8.0)
     ax.set_axis_off()
-    xs = [1.15 + i * (7.7 / (d_k - 1)) for i in range(d_k)]
-    names = [str(c + 1) for c in range(d_k - 1)] + ["d_k"]
+    names = [str(c + 1) for c in range(d_k - 1)] + ["...", "d_k"]  # an ellipsis before the general index
+    step = 7.7 / (len(names) - 1)
+    xs = [1.15 + i * step for i in range(len(names))]
+    w = min(2.0, step - 0.2)
     y_in, y_prod, y_sum, y_scaled = 7.2, 5.25, 3.1, 1.0
     for x, c in zip(xs, names, strict=True):
-        _box(ax, x, y_in, 2.0, 1.15, rf"$q_{{{c}}},\ k_{{{c}}}$", "var. 1", color=_BLUE_TINT, size=12)
-        _box(ax, x, y_prod, 2.0, 1.15, rf"$q_{{{c}}} k_{{{c}}}$", "var. 1", color="white", size=12)
+        if c == "...":
+            for y in (y_in, y_prod):
+                ax.text(x, y, r"$\cdots$", ha="center", va="center", fontsize=16)
+            continue
+        _box(ax, x, y_in, w, 1.15, rf"$q_{{{c}}},\ k_{{{c}}}$", "var. 1", color=_BLUE_TINT, size=12)
+        _box(ax, x, y_prod, w, 1.15, rf"$q_{{{c}}} k_{{{c}}}$", "var. 1", color="white", size=12)
         _arrow(ax, (x, y_in - 0.575), (x, y_prod + 0.575))
         _arrow(ax, (x, y_prod - 0.575), (5.0 + (x - 5.0) * 0.45, y_sum + 0.6))
     _box(ax, 5.0, y_sum, 6.4, 1.2, r"$q \cdot k = q_1 k_1 + \cdots + q_{d_k} k_{d_k}$", r"variance $d_k$",
