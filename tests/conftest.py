@@ -4,6 +4,7 @@ table (``TOL``) and the NumPy -> torch helper live in :mod:`tolerances`, re-expo
 from __future__ import annotations
 
 import os
+import tempfile
 
 from hypothesis import HealthCheck, settings
 from tolerances import TOL, dtype_name, to_torch, tol  # noqa: F401  (the one table, re-exported)
@@ -16,6 +17,10 @@ settings.register_profile(
     derandomize=os.environ.get("CI", "").lower() == "true",  # CI runs the same examples every time
 )
 settings.load_profile("book")
+
+# The planner caches the engine's description of a model (lib.planner.engine.CACHE_ENV): tests write theirs to a
+# folder of this run, never to the user's cache folder (a test that needs its own sets the variable itself).
+os.environ.setdefault("LIB_SIZING_CACHE_DIR", tempfile.mkdtemp(prefix="lib-sizing-cache-"))
 
 # One BLAS/OpenMP thread per test process under pytest-xdist, which already runs one process per core: two
 # threads per worker oversubscribe the cores, and torch's small matmuls then spend their time waiting on each
