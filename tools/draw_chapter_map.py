@@ -39,9 +39,9 @@ SHORT = {
     "chapters/blocks": "Encoder and decoder",
     "chapters/training": "Training on a CPU",
     "chapters/flops": "Where the FLOPs go",
-    "chapters/kv_cache": "KV cache and GPUs",
+    "chapters/kv_cache": "The KV cache",
     "chapters/train_memory": "Memory to train",
-    "chapters/capacity_planner": "A capacity planner",
+    "chapters/capacity_planner": "Planning a deployment",
     "chapters/tiled_attention": "Tiled exact attention",
     "chapters/beyond": "Before and beyond",
 }
