@@ -64,3 +64,11 @@ def test_allow_list_entries_are_scoped_to_their_sentence(tmp_path: Path) -> None
         (allow / "ch.txt").write_text(bad)
         with pytest.raises(SystemExit, match="TEXT<TAB>CONTEXT<TAB># why"):
             tool.load_allow(allow)
+
+
+def test_an_allow_entry_that_matches_no_sentence_is_reported(tmp_path: Path) -> None:
+    tool = _tool()
+    entries = {"ch": [("0.9", "vLLM uses"), ("80", "A card sold as")]}
+    found = tool.findings(_book(tmp_path, "vLLM uses 0.9 by default."), allow=entries)
+    assert found == ["ch: allow entry '80' in 'A card sold as' matches no sentence: remove it from "
+                     "tools/prose_numbers_allow/ch.txt"], found

@@ -169,12 +169,18 @@ def findings(root: Path = ROOT, allow: dict[str, list[tuple[str, str]]] | None =
     out = []
     for name, cells in sources:
         entries = allow.get(name, [])
+        used = set()
         for i, text in _prose(cells):
             for offset, token in result_numbers(text):
                 sentence = sentence_at(text, offset)
-                if any(t == token and ctx in sentence for t, ctx in entries):
+                hits = {k for k, (t, ctx) in enumerate(entries) if t == token and ctx in sentence}
+                if hits:
+                    used |= hits
                     continue
                 out.append(f"{name} cell {i}: {token!r} typed in prose: {sentence[:160]}")
+        # an entry that allows nothing any more is a stale exemption: it would silently allow the number again
+        out += [f"{name}: allow entry {t!r} in {ctx!r} matches no sentence: remove it from "
+                f"tools/prose_numbers_allow/{name}.txt" for k, (t, ctx) in enumerate(entries) if k not in used]
     return out
 
 
