@@ -4,8 +4,6 @@
   the ``t`` tokens so far, and the cache gains one key and one value per layer. Returns the cached tokens per step.
 - :func:`cache_width` -- what one token adds to one layer's cache under multi-head, grouped-query, multi-query and
   latent attention, as bars of elements. Returns the widths drawn.
-- :func:`gpu_stacks` -- a serving plan as one column per GPU: weights, engine overhead and cache stacked against
-  the share of the card the engine may use. Returns each column's total.
 - :func:`gpu_budget` -- the memory budget of one GPU under a serving engine's accounting: the CUDA total, the
   engine's share of it, and what that share holds (weights, activation peak, non-torch memory, KV cache), as one
   labelled column. Returns the boundaries it drew.
@@ -22,7 +20,7 @@ from matplotlib.patches import Rectangle
 
 from lib.book import figures
 
-__all__ = ["cache_growth", "cache_width", "gpu_budget", "gpu_stacks"]
+__all__ = ["cache_growth", "cache_width", "gpu_budget"]
 
 
 def cache_growth(ax: Any, steps: int = 6) -> list[int]:
@@ -56,24 +54,6 @@ def cache_width(ax: Any, widths: dict[str, int]) -> dict[str, int]:
     ax.set_xlabel("elements cached per token and layer")
     ax.set_xlim(0, max(widths.values()) * 1.25)
     return dict(widths)
-
-
-def gpu_stacks(ax: Any, columns: list[dict[str, float]], usable: float, label: str = "GiB") -> list[float]:
-    """One column per GPU: its ``weights``, ``overhead`` and ``cache`` stacked; a dashed line at ``usable``."""
-    parts = [("weights", figures.PALETTE[0]), ("overhead", figures.PALETTE[3]), ("cache", figures.PALETTE[2])]
-    totals = []
-    for i, col in enumerate(columns):
-        bottom = 0.0
-        for key, color in parts:
-            h = col.get(key, 0.0)
-            ax.bar(i, h, bottom=bottom, color=color, width=0.7, label=key if i == 0 else None)
-            bottom += h
-        totals.append(bottom)
-    ax.axhline(usable, color="grey", ls="--", lw=1, label="the engine's share of a card")
-    ax.set_xticks(range(len(columns)), [f"GPU {i + 1}" for i in range(len(columns))])
-    ax.set_ylabel(label)
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.12), ncols=2, fontsize=9, frameon=False)
-    return totals
 
 
 def gpu_budget(ax: Any, parts: dict[str, float], total: float, share: float, *, unit: str = "GiB",
