@@ -2,7 +2,9 @@
 
 Each entry of tests/fixtures/checkpoints/total_size.json names a published checkpoint, its config.json (as
 published, ``quantization_config`` included) and the size its ``model.safetensors.index.json`` states (or, where
-marked ``files``, the size of its safetensors files); tests/fixtures/SOURCES.md says where each was found. The
+marked ``files``, the size of its safetensors files: a Git LFS pointer's ``size``, header included);
+tests/fixtures/SOURCES.md says where each was found. Quantised: gpt-oss-20b/120b (mxfp4), DeepSeek-V3 (fp8,
+128 x 128 blocks) and six GPTQ checkpoints (3, 4 and 8 bits; groups of 32, 64, 128 and whole rows). The
 planner builds the model on the meta device and counts every tensor as the checkpoint stores it.
 """
 
@@ -54,6 +56,36 @@ def test_the_mxfp4_checkpoints_to_the_byte() -> None:
     for name in ("gpt-oss-20b", "gpt-oss-120b"):
         raw, m = _model(name)
         assert checkpoint_bytes(m, raw) == MANIFEST[name]["total_size"]
+
+
+GPTQ = sorted(k for k in MANIFEST if "-GPTQ-" in k)
+
+
+def test_enough_published_checkpoints_quantised_ones_included() -> None:
+    """Issue 33 asks for at least 15 published sizes across layouts; the GPTQ ones span 3, 4 and 8 bits and groups
+    of 32, 64, 128 and whole rows."""
+    methods = {}
+    for name in MANIFEST:
+        q = read_quantisation(_model(name)[0])
+        methods.setdefault(q.method if q else "16-bit", []).append(name)
+    assert len(MANIFEST) >= 15 and {"16-bit", "fp8", "mxfp4", "gptq"} <= set(methods)
+    assert len(methods["gptq"]) == len(GPTQ) == 6
+    layouts = {(read_quantisation(_model(n)[0]).bits, read_quantisation(_model(n)[0]).group) for n in GPTQ}
+    assert layouts >= {(4, 64), (3, None), (4, 128), (4, 32), (8, 128)}
+
+
+@pytest.mark.parametrize("name", GPTQ)
+def test_gptq_files_are_the_count_plus_bias_buffers_and_header(name: str) -> None:
+    """What the planner leaves out of a GPTQ file, to the byte: AutoGPTQ stores an fp16 ``bias`` buffer for every
+    quantised linear layer (zeros for Llama), 2 B per output; the rest is the safetensors header (a JSON entry per
+    tensor, between 100 and 400 kB here). Counting one scale or zero point too few per matrix would break this."""
+    raw, m = _model(name)
+    h, i, layers = raw["hidden_size"], raw["intermediate_size"], raw["num_hidden_layers"]
+    heads = raw["num_attention_heads"]
+    kv = raw.get("num_key_value_heads", heads)
+    outputs_per_layer = h + 2 * kv * (h // heads) + h + 2 * i + h  # q, k, v, o, gate, up, down
+    header = MANIFEST[name]["total_size"] - checkpoint_bytes(m, raw) - 2 * outputs_per_layer * layers
+    assert 100_000 < header < 400_000, (name, header)
 
 
 def test_a_16_bit_checkpoint_is_its_parameters_twice() -> None:
