@@ -81,8 +81,12 @@ def problems(rec: dict) -> list[str]:
         out.append("source_url is not an https address")
     if rec["architecture"] not in ("dense", "moe"):
         out.append(f"architecture {rec['architecture']!r}")
-    if rec["config_fixture"] is not None and not (FIXTURES / rec["config_fixture"]).is_file():
-        out.append(f"config_fixture {rec['config_fixture']} is not in tests/fixtures")
+    if rec["config_fixture"] is not None:
+        cfg_path = FIXTURES / rec["config_fixture"]
+        if not cfg_path.is_file():
+            out.append(f"config_fixture {rec['config_fixture']} is not in tests/fixtures")
+        elif not {"hidden_size", "num_hidden_layers"} <= set(json.loads(cfg_path.read_text())):
+            out.append(f"config_fixture {rec['config_fixture']} has no hidden_size / num_hidden_layers")
     for key in ("gpu_count", "tensor_parallel", "pipeline_parallel", "expert_parallel"):
         if rec[key] is not None and rec[key] < 1:
             out.append(f"{key} < 1")
@@ -226,6 +230,7 @@ def test_the_checks_catch_corrupted_records(tmp_path):
         ("keys differ", damaged_copy(vllm, lambda r: r.pop("source_url"))),
         ("quote is empty", damaged_copy(vllm, lambda r: r.__setitem__("quote", []))),
         ("gpu_count has type", damaged_copy(vllm, lambda r: r.__setitem__("gpu_count", "one"))),
+        ("is not in tests/fixtures", damaged_copy(vllm, lambda r: r.__setitem__("config_fixture", "nope.json"))),
     ]
     for i, (reason, rec) in enumerate(damaged):
         path = tmp_path / f"bad{i}.json"
