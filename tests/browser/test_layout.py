@@ -16,6 +16,10 @@
   stick out (code may scroll inside its box on a phone; tables may not).
 - On a phone a tap on an exercise solution's title shows the solution, on screen (and at 1280 px a click on
   the title hides it again).
+- A chapter reads as a chapter, not a test report: at most 4,000 words (2,500 for the appendix) as the page
+  shows them at 1280 px (prose, code and outputs; folded blocks and exercise solutions, which the reader opens,
+  not counted), and no shown output line reads like a test verdict ("...: True", "to 1e-12", "< 1e-12",
+  "for every seed").
 """
 
 from __future__ import annotations
@@ -31,6 +35,9 @@ TESTING = re.compile(r"^\s*assert\b|\bnp\.testing\.|\btorch\.testing\.", re.M)
 MAX_SHOWN_LINES = 30
 MIN_CODE_BOX_CHARS = 78  # at 1280 px
 MATHJAX_TIMEOUT_MS = 60_000
+MAX_VISIBLE_WORDS = 4000
+MAX_APPENDIX_WORDS = 2500  # the appendix of pitfalls: one sentence each, a reference rather than a chapter
+VERDICT = re.compile(r":\s*True\s*$|\bto 1e-\d+|[<\u2264]\s*1e-\d+|for every seed", re.M)
 
 
 def _load(page, site_url: str, rel: str, width: int) -> None:
@@ -54,6 +61,7 @@ def test_chapter_as_read(page, site_url: str, site_pages: list[str], book_chapte
     _layout_fits(page, rel, "laptop")
     _figures_are_numbered_and_captioned(page, rel)
     _no_plumbing_is_visible(page, rel)
+    _reads_as_a_chapter(page, rel)
     page.set_viewport_size({"width": WIDTHS["phone"], "height": 900})
     page.wait_for_function(f"() => window.innerWidth === {WIDTHS['phone']}")
     page.wait_for_timeout(200)
@@ -184,6 +192,23 @@ def _no_plumbing_is_visible(page, rel: str) -> None:
     )
     long = [len(c.strip().splitlines()) for c in shown if len(c.strip().splitlines()) > MAX_SHOWN_LINES]
     assert not long, f"{rel}: {len(long)} shown code cells over {MAX_SHOWN_LINES} lines ({long})"
+
+
+def _reads_as_a_chapter(page, rel: str) -> None:
+    """Words as the page shows them (``innerText`` leaves out what is not rendered: closed dropdowns, hidden
+    solutions) and shown output lines that read like a verdict."""
+    text = page.evaluate("() => (document.querySelector('article') || document.body).innerText")
+    words = len(text.split())
+    limit = MAX_APPENDIX_WORDS if rel.endswith("claims_checked.html") else MAX_VISIBLE_WORDS
+    assert words <= limit, (f"{rel}: {words:,} visible words at 1280 px (at most {limit:,}): fold side material "
+                            "into a 'Going deeper' dropdown or cut it")
+    outputs = page.evaluate(
+        """() => Array.from(document.querySelectorAll('.cell_output pre'))
+            .filter(pre => pre.offsetParent !== null).map(pre => pre.innerText)"""
+    )
+    verdicts = [line.strip()[:80] for out in outputs for line in out.splitlines() if VERDICT.search(line)]
+    assert not verdicts, (f"{rel}: {len(verdicts)} shown output lines read like a test verdict (say the agreement "
+                          f"in a sentence, keep the check in a hidden cell), e.g. {verdicts[:3]}")
 
 
 def _numbered_equations_that_scroll(page, rel: str) -> dict:
