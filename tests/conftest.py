@@ -4,8 +4,8 @@ table (``TOL``) and the NumPy -> torch helper live in :mod:`tolerances`, re-expo
 from __future__ import annotations
 
 import os
-import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 from tolerances import TOL, dtype_name, to_torch, tol  # noqa: F401  (the one table, re-exported)
 
@@ -17,10 +17,6 @@ settings.register_profile(
     derandomize=os.environ.get("CI", "").lower() == "true",  # CI runs the same examples every time
 )
 settings.load_profile("book")
-
-# The planner caches the engine's description of a model (lib.planner.engine.CACHE_ENV): tests write theirs to a
-# folder of this run, never to the user's cache folder (a test that needs its own sets the variable itself).
-os.environ.setdefault("LIB_SIZING_CACHE_DIR", tempfile.mkdtemp(prefix="lib-sizing-cache-"))
 
 # One BLAS/OpenMP thread per test process under pytest-xdist, which already runs one process per core: two
 # threads per worker oversubscribe the cores, and torch's small matmuls then spend their time waiting on each
@@ -38,3 +34,13 @@ def pytest_configure(config) -> None:
     # registered here rather than in pyproject.toml, which every chapter's inputs digest covers
     config.addinivalue_line("markers", "tools: an end-to-end test of the project's tools (make check runs these only "
                                        "when a tool, the configuration or the requirements changed)")
+
+
+@pytest.fixture(autouse=True)
+def _temporary_planner_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The planner's command line caches the engine's descriptions (lib.planner.engine.CACHE_ENV): every test,
+    and every process it starts, writes them to this run's temporary folder, never the user's cache folder (a
+    test that needs a cache of its own sets the variable itself)."""
+    from lib.planner.engine import CACHE_ENV
+
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path_factory.getbasetemp() / "planner-cache"))

@@ -14,15 +14,6 @@ from lib.planner.config import load_config
 from lib.planner.gpus import GPUS
 from lib.sizing import main, report
 
-
-@pytest.fixture(autouse=True)
-def _temporary_planner_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command line caches the engine's descriptions; in tests, in a temporary folder, never the user's."""
-    from lib.planner.engine import CACHE_ENV
-
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path_factory.getbasetemp() / "planner-cache"))
-
-
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 LLAMA = FIXTURES / "Llama-2-7b-hf.config.json"

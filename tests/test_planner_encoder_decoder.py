@@ -28,15 +28,6 @@ from transformers import (
 from lib.planner import engine
 from lib.sizing import main
 
-
-@pytest.fixture(autouse=True)
-def _temporary_planner_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command line caches the engine's descriptions; in tests, in a temporary folder, never the user's."""
-    from lib.planner.engine import CACHE_ENV
-
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path_factory.getbasetemp() / "planner-cache"))
-
-
 FIXTURES = Path(__file__).parent / "fixtures" / "encoder_decoder"
 FILES = sorted(FIXTURES.glob("*.config.json"))
 AUTO = {"bart": AutoModelForSeq2SeqLM, "t5": AutoModelForSeq2SeqLM, "mbart": AutoModelForSeq2SeqLM,

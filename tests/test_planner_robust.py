@@ -18,15 +18,6 @@ import pytest
 
 from lib.sizing import main
 
-
-@pytest.fixture(autouse=True)
-def _temporary_planner_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command line caches the engine's descriptions; in tests, in a temporary folder, never the user's."""
-    from lib.planner.engine import CACHE_ENV
-
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path_factory.getbasetemp() / "planner-cache"))
-
-
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 FILES = sorted(FIXTURES.rglob("*.config.json"))  # encoder-decoders and published checkpoints too

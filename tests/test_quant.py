@@ -24,15 +24,6 @@ from lib.planner.quant import (
     read_quantisation,
 )
 
-
-@pytest.fixture(autouse=True)
-def _temporary_planner_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The command line caches the engine's descriptions; in tests, in a temporary folder, never the user's."""
-    from lib.planner.engine import CACHE_ENV
-
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path_factory.getbasetemp() / "planner-cache"))
-
-
 CHECKPOINTS = Path(__file__).parent / "fixtures" / "checkpoints"
 MANIFEST = json.loads((CHECKPOINTS / "total_size.json").read_text())
 

@@ -9,6 +9,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
+from test_training_memory import _LoRALinear  # noqa: E402  (the one hand-built adapter)
+
 from benchmarks.train_peak import measure  # noqa: E402
 from lib.planner import training as T  # noqa: E402
 
@@ -30,17 +32,6 @@ def test_derived_peak_equals_the_measured_peak(shape, impl, spec):
         assert abs(r["former_rule"] / r["measured"] - 1) > 0.05, r
 
 
-class _LoRA(torch.nn.Module):
-    def __init__(self, base, r):
-        super().__init__()
-        self.base = base.requires_grad_(False)
-        self.A = torch.nn.Parameter(torch.randn(r, base.in_features, dtype=base.weight.dtype) * 0.01)
-        self.B = torch.nn.Parameter(torch.zeros(base.out_features, r, dtype=base.weight.dtype))
-
-    def forward(self, x):
-        return self.base(x) + (x @ self.A.T) @ self.B.T
-
-
 @pytest.mark.parametrize("targets", [("q_proj", "v_proj"), ("o_proj", "down_proj"), ("gate_proj",),
                                      tuple(sorted(T.LORA_TARGETS))])
 @pytest.mark.parametrize(("impl", "kind"), [("eager", "eager"), ("sdpa", "flash")])
@@ -56,7 +47,7 @@ def test_lora_closed_form_equals_saved_tensors(targets, impl, kind):
         for mod in (layer.self_attn, layer.mlp):
             for name in targets:
                 if hasattr(mod, name):
-                    setattr(mod, name, _LoRA(getattr(mod, name), 8))
+                    setattr(mod, name, _LoRALinear(getattr(mod, name), 8))
     ids = torch.randint(0, 97, (2, 48))
     counted = T.count_saved_bytes(lambda: m(input_ids=ids, labels=ids), m.parameters()).bytes
     assert counted == T.llama_activation_bytes(T.llama_shape(cfg), 2, 48, 2, kind, lora_rank=8,
@@ -74,7 +65,7 @@ def test_lora_peak_measured():
                                          attn_implementation="eager").train().requires_grad_(False)
     for layer in m.model.layers:
         for name in ("q_proj", "v_proj"):
-            setattr(layer.self_attn, name, _LoRA(getattr(layer.self_attn, name), 8))
+            setattr(layer.self_attn, name, _LoRALinear(getattr(layer.self_attn, name), 8))
     ids0 = torch.randint(0, 97, (1, 256))
 
     def step():
