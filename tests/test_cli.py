@@ -319,8 +319,8 @@ TRAIN_BAD = [
     ("zero with pipeline", ["--zero", "2", "--pp", "2", "--gpus", "4"], "error: --zero 2 with pipeline"),
     ("unknown lora target", ["--lora-rank", "8", "--lora-targets", "qkv"], "error: --lora-targets: LoRA targets"),
     ("unknown optimizer", ["--optimizer", "adam"], "error: argument --optimizer: invalid choice: 'adam'"),
-    ("zero micro-batch", ["--micro-batch", "0"], "error: argument --micro-batch: expected a positive integer"),
-    ("mfu above one", ["--mfu", "1.5"], "error: argument --mfu: expected a number in (0, 1]"),
+    ("zero micro-batch", ["--micro-batch", "0"], "error: argument --micro-batch: must be positive, got 0"),
+    ("mfu above one", ["--mfu", "1.5"], "error: argument --mfu: must be in (0, 1], got '1.5'"),
     ("tokens not a number", ["--tokens", "lots"], "error: argument --tokens: expected a number of tokens"),
 ]
 

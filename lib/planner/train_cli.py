@@ -62,16 +62,6 @@ class TrainingInputError(ValueError):
     """A ``--train`` option that cannot be planned, with what was wrong."""
 
 
-def _positive_int(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
 def _tokens(text: str) -> int:
     try:
         v = float(text)
@@ -80,16 +70,6 @@ def _tokens(text: str) -> int:
     if not math.isfinite(v) or v <= 0 or v != int(v):
         raise argparse.ArgumentTypeError(f"expected a positive whole number of tokens, got {text!r}")
     return int(v)
-
-
-def _fraction(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}") from None
-    if not 0 < v <= 1:
-        raise argparse.ArgumentTypeError(f"expected a number in (0, 1], got {text!r}")
-    return v
 
 
 def _checkpointing(text: str) -> str:
@@ -101,7 +81,11 @@ def _checkpointing(text: str) -> str:
 
 
 def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
-    """Add the training options (a group headed ``training``) to the planner's ``parser``."""
+    """Add the training options (a group headed ``training``) to the planner's ``parser``. Whole numbers and
+    fractions are checked by the command line's own validators (one home, one wording)."""
+    # imported here: command imports this module at its top, so a module-level import would be circular
+    from .command import _fraction_arg, _positive_int
+
     g = parser.add_argument_group("training (--train)", "memory per GPU and compute of one training step;"
                                   " --context is the sequence length, --dtype the weights' and activations' format")
     g.add_argument("--train", action="store_true", help="also plan one training step: memory per GPU and FLOPs")
@@ -123,7 +107,7 @@ def add_train_arguments(parser: argparse.ArgumentParser) -> argparse.ArgumentPar
     g.add_argument("--lora-targets", default="q_proj,v_proj",
                    help="comma-separated linear layers to adapt")
     g.add_argument("--tokens", type=_tokens, default=None, help="training tokens, for GPU-hours (e.g. 2e12)")
-    g.add_argument("--mfu", type=_fraction, default=0.4, help="model-FLOPs utilisation for GPU-hours")
+    g.add_argument("--mfu", type=_fraction_arg, default=0.4, help="model-FLOPs utilisation for GPU-hours")
     g.add_argument("--peak-tflops", type=float, default=DEFAULT_PEAK_TFLOPS,
                    help="peak dense TFLOP/s per GPU for GPU-hours; the default is an H100 SXM's in bf16")
     return parser
