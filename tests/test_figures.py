@@ -63,11 +63,38 @@ def test_show_mask_refuses_non_boolean_masks() -> None:
     plt.close(fig)
 
 
-def test_static_explore_uses_the_two_column_grid() -> None:
-    fig = explore(lambda ax, v: ax.set_title(f"v = {v:g}"), "v", [1, 2, 3, 4, 5], mode="static")
+def test_static_explore_grid_is_one_column_legible_on_a_phone() -> None:
+    """The slider's static grid (the PDF's and JupyterLab's figure): one panel per row at PHONE_WIDTH, its
+    smallest text at least 9 px where a phone shows it, and no taller than a printed page."""
+    fig = explore(lambda ax, v: (ax.plot([0, 1], [0, v]), ax.set_title(f"v = {v:g}")), "v", [1, 2, 3, 4, 5],
+                  mode="static")
     assert len(fig.get_axes()) == 5
-    assert fig.get_size_inches()[0] == pytest.approx(figures.TEXT_WIDTH)
-    assert len({round(ax.get_position().x0, 3) for ax in fig.get_axes()}) == 2
+    width, height = fig.get_size_inches()
+    assert width == pytest.approx(figures.PHONE_WIDTH) and height <= 9.0 + 1e-9
+    assert len({round(ax.get_position().x0, 3) for ax in fig.get_axes()}) == 1
+    assert figures.text_px_on_phone(fig.figure) >= figures.MIN_TEXT_PX
+    assert figures.svg_text_px(_svg(fig.figure)) >= figures.MIN_TEXT_PX
+    assert fig.text_px >= figures.MIN_TEXT_PX  # the HTML slider's frames
+
+
+@pytest.mark.parametrize(("width", "points"), [(figures.PHONE_WIDTH, 9.5), (figures.TEXT_WIDTH, 9.5),
+                                              (figures.TEXT_WIDTH, 14.0)])
+def test_svg_text_px_reads_the_stored_figure(width: float, points: float) -> None:
+    """svg_text_px, reading the SVG a chapter stores, agrees with the figure's own fonts and saved width: the
+    smallest text (a 9.5 pt tick label here, or the 14 pt of every text) at PHONE_FIGURE_PX."""
+    with plt.rc_context({"font.size": points, "xtick.labelsize": points, "ytick.labelsize": points,
+                         "axes.titlesize": points + 2}):
+        fig, ax = plt.subplots(figsize=(width, 2.5))
+        ax.plot([0, 1], [0, 1])
+        ax.set_title(r"$d_{\mathrm{model}}$ and text")  # a subscript is smaller by design: not counted
+        fig.draw_without_rendering()
+    svg = _svg(fig)
+    saved_px = float(__import__("re").search(r'width="([\d.]+)pt"', svg).group(1)) * 96 / 72
+    expected = points * 96 / 72 * min(1.0, figures.PHONE_FIGURE_PX / saved_px)
+    assert figures.svg_text_px(svg) == pytest.approx(expected, rel=1e-6)
+    assert figures.svg_text_px(svg, shown_px=2000) == pytest.approx(points * 96 / 72)  # never shown enlarged
+    plt.close(fig)
+    assert (figures.svg_text_px(svg) >= figures.MIN_TEXT_PX) == (width == figures.PHONE_WIDTH or points >= 14)
 
 
 def _svg(fig) -> str:
@@ -92,3 +119,41 @@ def test_figures_are_deterministic_svg_with_text_as_paths() -> None:
         plt.close(fig)
     assert drawn[0] == drawn[1]
     assert "<dc:date>" not in drawn[0] and "<text" not in drawn[0]
+
+
+def _stored_figures():
+    """(chapter, cell index, output) for every figure a chapter stores."""
+    import json
+    from pathlib import Path
+
+    for path in sorted((Path(__file__).resolve().parents[1] / "chapters").glob("*.ipynb")):
+        for i, cell in enumerate(json.loads(path.read_text())["cells"]):
+            for out in cell.get("outputs", []) if cell["cell_type"] == "code" else []:
+                if any(k.startswith("image/") for k in out.get("data", {})):
+                    yield path.stem, i, out
+
+
+def test_every_stored_figure_is_legible_on_a_phone() -> None:
+    """Every figure of every chapter, as stored: its smallest text at least MIN_TEXT_PX (9 px) where a phone
+    shows it PHONE_FIGURE_PX wide (the browser test measures that width in the built book), and so are the
+    frames of every slider (their ``text_px``, recorded when the chapter was executed)."""
+    from lib.book.widgets import METADATA_KEY
+
+    small, unmeasured = [], []
+    for chapter, i, out in _stored_figures():
+        svg = out["data"].get("image/svg+xml")
+        if svg is None:
+            unmeasured.append(f"{chapter} cell {i}: not SVG")
+        else:
+            px = figures.svg_text_px("".join(svg) if isinstance(svg, list) else svg)
+            if px < figures.MIN_TEXT_PX:
+                small.append(f"{chapter} cell {i}: {px:.1f} px")
+        meta = out.get("metadata", {}).get(METADATA_KEY)
+        if meta is not None:
+            if "text_px" not in meta:
+                unmeasured.append(f"{chapter} cell {i}: slider frames without text_px (re-execute)")
+            elif meta["text_px"] < figures.MIN_TEXT_PX:
+                small.append(f"{chapter} cell {i}: slider frames {meta['text_px']:.1f} px")
+    assert not unmeasured, f"{len(unmeasured)} figures not measured: {unmeasured}"
+    assert not small, (f"{len(small)} figures have text under {figures.MIN_TEXT_PX:g} px at "
+                       f"{figures.PHONE_FIGURE_PX} px (draw them PHONE_WIDTH wide or with larger fonts): {small}")

@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
-from lib.book.widgets import MAX_FRAMES, METADATA_KEY, explore, widget_mode  # noqa: E402
+from lib.book.widgets import MAX_FRAMES, METADATA_KEY, PNG_TEXT_PT, PNG_WIDTH_IN, explore, widget_mode  # noqa: E402
 from lib.softmax import softmax  # noqa: E402
 
 LOGITS = np.array([2.0, 1.0, 0.5, -1.0])
@@ -76,6 +76,10 @@ def test_static_output_carries_the_html_sliders_frames() -> None:
     for f in frames:
         image = Image.open(io.BytesIO(f))
         assert image.format == "PNG" and image.width > 600  # drawn at twice the screen resolution
+        # its smallest font and saved width, for the browser test; 2 x 110 dpi
+        assert float(image.text[PNG_TEXT_PT]) >= 10 and float(image.text[PNG_WIDTH_IN]) == pytest.approx(
+            image.width / 220, abs=0.02)
+    assert meta["text_px"] >= 9  # the frames where a phone shows them (342 px)
     json_safe = __import__("json").dumps(md)  # stored in the notebook as JSON
     assert len(json_safe) < 400_000
 

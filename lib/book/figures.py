@@ -4,10 +4,12 @@ Every chapter calls :func:`use` once (in its imports cell) and draws with these 
 
 - are sized to the text column (``TEXT_WIDTH`` inches wide) and keep their fonts at 9 pt or more at the size
   the page shows them: fonts are set in points for a figure that is displayed at (or below) its own width;
-- stay legible on a phone, which shows a figure at most :data:`PHONE_FIGURE_PX` wide: :func:`text_px_on_phone`
-  gives the size of a figure's smallest text there (at least :data:`MIN_TEXT_PX` is the book's rule). A figure
-  drawn :data:`PHONE_WIDTH` inches wide keeps the style's smallest font (9.5 pt) above it; a full-width one
-  (``TEXT_WIDTH``) needs fonts of about 13 pt (``panels(..., width=PHONE_WIDTH)`` draws the narrow one);
+- stay legible on a phone, which shows a figure at most :data:`PHONE_FIGURE_PX` wide (measured in the built
+  book: a 390 px screen shows the text column's images 342 px wide): :func:`text_px_on_phone` gives the size of
+  a figure's smallest text there, :func:`svg_text_px` the same for a stored SVG (at least :data:`MIN_TEXT_PX`
+  is the book's rule). A figure drawn :data:`PHONE_WIDTH` inches wide keeps the style's smallest font (9.5 pt)
+  above it, and the fonts of :data:`PHONE_TEXT` (10 pt and more) with a margin; a full-width one
+  (``TEXT_WIDTH``) needs fonts of about 13.5 pt (``panels(..., width=PHONE_WIDTH)`` draws the narrow one);
 - have at most two panels per row (:func:`panels` makes a grid otherwise);
 - use the colour-blind-safe Okabe-Ito palette (:data:`PALETTE`, also the default colour cycle);
 - are vector graphics (SVG) in the notebook, the HTML and the PDF, crisp at any zoom and on a phone: :func:`use`
@@ -26,18 +28,24 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["MASKED_COLOR", "MAY_ATTEND_COLOR", "MIN_TEXT_PX", "PALETTE", "PHONE_FIGURE_PX", "PHONE_WIDTH", "STYLE",
-           "TEXT_WIDTH", "panels", "show_mask", "text_px_on_phone", "use"]
+__all__ = ["MASKED_COLOR", "MAY_ATTEND_COLOR", "MIN_TEXT_PX", "PALETTE", "PHONE_FIGURE_PX", "PHONE_TEXT",
+           "PHONE_WIDTH", "STYLE", "TEXT_WIDTH", "panels", "show_mask", "svg_text_px", "text_px_on_phone", "use"]
 
 #: Width of the book's text column, in inches: the width every figure is drawn at.
 TEXT_WIDTH = 7.0
-#: The widest a figure is shown on a phone (a 390 px screen, the page's margins taken off), in CSS pixels.
-PHONE_FIGURE_PX = 358
+#: The widest a figure is shown on a phone, in CSS pixels: measured with Chromium in the built book at a 390 px
+#: viewport (the page's margins taken off, every chapter's figures are 342 px wide; tests/browser/test_layout.py
+#: measures it again on every build and fails if a figure is shown wider).
+PHONE_FIGURE_PX = 342
 #: The smallest text a figure may have at that width, in CSS pixels.
 MIN_TEXT_PX = 9.0
-#: A figure this wide (inches) keeps 9.5 pt text above 9 px on a phone: saved 5.2 in wide (0.1 in of padding
-#: each side), it shows 9.5 * 358 / (72 * 5.2) = 9.1 px.
-PHONE_WIDTH = 5.0
+#: A figure this wide (inches) keeps 9.5 pt text above 9 px on a phone: saved 4.9 in wide (0.1 in of padding
+#: each side), it shows 9.5 * 342 / (72 * 4.9) = 9.2 px; the 10 pt of :data:`PHONE_TEXT`, 9.7 px.
+PHONE_WIDTH = 4.7
+#: rcParams for a figure meant to be read on a phone at :data:`PHONE_WIDTH` (the sliders' panels): no text
+#: under 10 pt.
+PHONE_TEXT: dict[str, float] = {"font.size": 10.5, "axes.labelsize": 10.5, "axes.titlesize": 11,
+                                "xtick.labelsize": 10, "ytick.labelsize": 10, "legend.fontsize": 10}
 #: Okabe & Ito's colour-blind-safe palette (black first), in the order the colour cycle uses.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#F0E442", "#000000")
 #: The mask convention: a position that may be attended (True) is drawn dark blue, a masked one light grey.
@@ -159,4 +167,28 @@ def text_px_on_phone(fig, shown_px: float = PHONE_FIGURE_PX) -> float:
     width_px = (fig.get_tightbbox().width + 0.2) * 96
     scale = min(1.0, shown_px / width_px)
     sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return min(sizes) * 96 / 72 * scale if sizes else float("inf")
+
+
+def svg_text_px(svg: str, shown_px: float = PHONE_FIGURE_PX) -> float:
+    """The size, in CSS pixels, of the smallest text of a matplotlib SVG (text drawn as paths, as :func:`use`
+    sets) when a page shows it ``shown_px`` wide (never wider than its own size).
+
+    The SVG's ``width`` is in points; each text is a ``<g id="text_N">`` group whose glyphs are placed with
+    ``scale(s -s)``, ``s`` being the font size in points over 100. A text's size is its largest glyph scale
+    (a formula's subscripts are smaller, by design). Returns ``inf`` for an SVG without text.
+    """
+    import re
+
+    head = re.search(r'<svg[^>]*?\swidth="([\d.]+)(pt|px)?"', svg)
+    if head is None:
+        raise ValueError("not an SVG with a width")
+    width_px = float(head.group(1)) * (96 / 72 if head.group(2) in (None, "pt") else 1.0)
+    scale = min(1.0, shown_px / width_px)
+    starts = [m.end() for m in re.finditer(r'<g id="text_\d+">', svg)]
+    sizes = []
+    for start, end in zip(starts, [*starts[1:], len(svg)], strict=True):
+        glyphs = re.findall(r"scale\(([\d.]+) -[\d.]+\)", svg[start:end])
+        if glyphs:
+            sizes.append(max(float(g) for g in glyphs) * 100)
     return min(sizes) * 96 / 72 * scale if sizes else float("inf")

@@ -8,12 +8,18 @@ slider cannot recompute anything, and rendering one would load require.js and th
   redraws the figure for each value;
 * when the notebook is executed headless (the book build, nbval, ``nbconvert --execute``) the same drawing
   function is called once per value in ``values`` and the panels are shown as one ordinary matplotlib figure,
-  two panels per row at the width of the text (:func:`lib.book.figures.panels`): the figure the PDF, JupyterLab
-  (before the reader runs the cell) and nbval see. The same execution also draws one **frame** per slider stop
+  one panel per row, :data:`lib.book.figures.PHONE_WIDTH` inches wide with the fonts of
+  :data:`lib.book.figures.PHONE_TEXT` (legible where a phone shows it 342 px wide; the whole grid at most
+  :data:`GRID_MAX_HEIGHT` inches high, so that it fits a printed page): the figure the PDF, JupyterLab (before
+  the reader runs the cell) and nbval see. The same execution also draws one **frame** per slider stop
   (``interactive_values``, at most :data:`MAX_FRAMES`) and stores them, as PNGs, in the output's metadata under
   :data:`METADATA_KEY`. The HTML build (``_ext/book_explore.py``) turns those frames into a slider that
   ``_static/explore.js`` drives without a kernel: it only shows the frame of the chosen stop, it computes
   nothing. nbval compares neither images nor metadata, so the frames need not be identical across machines.
+  Frames are drawn with the same fonts; the metadata also records ``text_px``, the smallest text of the frames
+  where a phone shows them (:func:`lib.book.figures.text_px_on_phone`), and each PNG carries its smallest font
+  size and saved width (text chunks :data:`PNG_TEXT_PT` and :data:`PNG_WIDTH_IN`), so the book's tests can
+  check a frame's text at the width the browser shows it.
   With ``$BOOK_SLIDER_FRAMES=unrendered`` (set by the nbval runs, which compare neither) each frame is still
   drawn, so a drawing function that fails at some stop fails there too, but it is not rasterised or stored:
   the PNGs are most of such a cell's time.
@@ -48,7 +54,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["METADATA_KEY", "Explored", "explore", "frame_mode", "widget_mode"]
+__all__ = ["METADATA_KEY", "PNG_TEXT_PT", "PNG_WIDTH_IN", "Explored", "explore", "frame_mode", "widget_mode"]
 
 MODES = ("static", "interactive")
 #: Key of the output metadata that carries the HTML slider's frames (read by ``_ext/book_explore.py``).
@@ -60,6 +66,11 @@ FRAME_SCALE = 1.25
 FRAME_DPI_FACTOR = 2
 #: Colours of a frame's PNG (quantised: the slider's frames are stored in the notebook).
 FRAME_COLORS = 64
+#: The static grid's height, in inches, at most (its panels are made lower to fit): a printed page's text.
+GRID_MAX_HEIGHT = 9.0
+#: PNG text chunks of a frame: its smallest font size (points) and its width as saved (inches).
+PNG_TEXT_PT = "book-smallest-text-pt"
+PNG_WIDTH_IN = "book-width-in"
 #: ``$BOOK_SLIDER_FRAMES``: ``png`` (unset: the default) stores the frames, ``unrendered`` draws them only.
 FRAME_MODES = ("png", "unrendered")
 
@@ -127,19 +138,33 @@ def _frame_stops(stops: list[float], values: list[float], default: float) -> lis
     return [stops[i] for i in sorted(keep)]
 
 
-def _png(fig, dpi: float | None = None, colors: int | None = None) -> bytes:
-    """``fig`` as PNG bytes; with ``colors``, reduced to that many colours (a plot needs few: ~2.5x smaller)."""
+def _png(fig, dpi: float | None = None, colors: int | None = None, text: dict[str, str] | None = None) -> bytes:
+    """``fig`` as PNG bytes; with ``colors``, reduced to that many colours (a plot needs few: ~2.5x smaller);
+    ``text``: PNG text chunks to add (only with ``colors``)."""
     buf = io.BytesIO()
     fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
     if colors is None:
         return buf.getvalue()
-    from PIL import Image
+    from PIL import Image, PngImagePlugin
 
     buf.seek(0)
     image = Image.open(buf).convert("RGB").quantize(colors=colors, method=Image.Quantize.MEDIANCUT)
+    info = PngImagePlugin.PngInfo()
+    for key, value in (text or {}).items():
+        info.add_text(key, value)
     out = io.BytesIO()
-    image.save(out, format="PNG", optimize=True)
+    image.save(out, format="PNG", optimize=True, pnginfo=info)
     return out.getvalue()
+
+
+def _smallest_font(fig) -> tuple[float, float]:
+    """The smallest font size (points) of ``fig``'s visible texts and its width (inches) as saved with a tight
+    bounding box (0.1 in of padding each side); ``inf`` points when it has no text."""
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()
+    sizes = [t.get_fontsize() for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+    return (min(sizes) if sizes else float("inf")), fig.get_tightbbox().width + 0.2
 
 
 def _figure_bundle(fig) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -165,13 +190,15 @@ class Explored:
     ``default`` (an index) and ``frames``, base64 PNGs). Attribute access goes to the grid ``figure``.
     """
 
-    def __init__(self, figure, name: str, values: list[float], frames: list[bytes], default: int) -> None:
+    def __init__(self, figure, name: str, values: list[float], frames: list[bytes], default: int,
+                 text_px: float | None = None) -> None:
         self.figure = figure
         self.name = name
         self.values = values
         self.labels = [f"{v:g}" for v in values]
         self.frames = frames
         self.default = default
+        self.text_px = text_px
 
     def __getattr__(self, attr: str) -> Any:
         if attr == "figure":  # not set yet (unpickling): avoid recursing
@@ -182,8 +209,11 @@ class Explored:
         return repr(self.figure)
 
     def metadata(self) -> dict[str, Any]:
-        return {"name": self.name, "labels": self.labels, "values": self.values, "default": self.default,
+        meta = {"name": self.name, "labels": self.labels, "values": self.values, "default": self.default,
                 "frames": [base64.b64encode(f).decode("ascii") for f in self.frames]}
+        if self.text_px is not None:
+            meta["text_px"] = round(self.text_px, 2)
+        return meta
 
     def _repr_mimebundle_(self, include=None, exclude=None):  # noqa: ANN001 - IPython's protocol
         data, md = _figure_bundle(self.figure)
@@ -211,8 +241,9 @@ def explore(
             to 2-6 values).
         default: the slider's starting value (the middle of ``values`` if None).
         interactive_values: finer stops for the slider (strictly increasing); ``values`` if None.
-        panel_size: inches per panel in the live slider; static panels are half the text width each, and
-            ``panel_size[1]`` inches high.
+        panel_size: inches per panel in the live slider; static panels are one per row,
+            :data:`lib.book.figures.PHONE_WIDTH` wide and ``panel_size[1]`` inches high (lower if the grid would
+            exceed :data:`GRID_MAX_HEIGHT`).
         mode: ``"static"`` or ``"interactive"``; None chooses with :func:`widget_mode`.
 
     Returns:
@@ -238,24 +269,31 @@ def explore(
 
     draw = _frozen(draw)
     if mode == "static":
-        from .figures import TEXT_WIDTH, panels
+        from .figures import PHONE_FIGURE_PX, PHONE_TEXT, PHONE_WIDTH, TEXT_WIDTH, panels
 
-        fig, axes = panels(len(vals), height=panel_size[1])
-        for ax, v in zip(axes, vals, strict=True):
-            draw(ax, v)
-        plt.close(fig)  # returned, not also drawn by the inline backend: shown exactly once
-        frame_values = _frame_stops(stops, vals, default)
-        frames = []
-        rasterise = frame_mode() == "png"
-        size = (TEXT_WIDTH / 2 * FRAME_SCALE, panel_size[1] * FRAME_SCALE)
-        for v in frame_values:
-            frame, ax = plt.subplots(figsize=size, layout="constrained")
-            draw(ax, v)
-            if rasterise:
-                frames.append(_png(frame, dpi=frame.dpi * FRAME_DPI_FACTOR, colors=FRAME_COLORS))
-            plt.close(frame)
+        with plt.rc_context(PHONE_TEXT):
+            fig, axes = panels(len(vals), ncols=1, width=PHONE_WIDTH,
+                               height=min(panel_size[1], GRID_MAX_HEIGHT / len(vals)))
+            for ax, v in zip(axes, vals, strict=True):
+                draw(ax, v)
+            fig.draw_without_rendering()  # tick labels are made at the first draw: with these fonts
+            plt.close(fig)  # returned, not also drawn by the inline backend: shown exactly once
+            frame_values = _frame_stops(stops, vals, default)
+            frames = []
+            rasterise = frame_mode() == "png"
+            smallest = float("inf")
+            size = (TEXT_WIDTH / 2 * FRAME_SCALE, panel_size[1] * FRAME_SCALE)
+            for v in frame_values:
+                frame, ax = plt.subplots(figsize=size, layout="constrained")
+                draw(ax, v)
+                if rasterise:
+                    points, inches = _smallest_font(frame)
+                    smallest = min(smallest, points * 96 / 72 * min(1.0, PHONE_FIGURE_PX / (96 * inches)))
+                    frames.append(_png(frame, dpi=frame.dpi * FRAME_DPI_FACTOR, colors=FRAME_COLORS,
+                                       text={PNG_TEXT_PT: f"{points:g}", PNG_WIDTH_IN: f"{inches:.4f}"}))
+                plt.close(frame)
         start = min(range(len(frame_values)), key=lambda i: abs(frame_values[i] - default))
-        return Explored(fig, name, frame_values, frames, start)
+        return Explored(fig, name, frame_values, frames, start, smallest if rasterise else None)
 
     import ipywidgets as widgets
 
