@@ -11,6 +11,10 @@
   lines).
 - At 1280 px a code cell's or an output's box holds at least 78 characters (the chapters are formatted to 76)
   without scrolling sideways: its inner width is measured against a 78-character string in its own font.
+- On a phone every figure is shown at most ``PHONE_FIGURE_PX`` wide (lib/book/figures.py: the width the
+  chapters size their figures for; measured here, so the constant stays true) and its smallest text is at least
+  9 px there: read from the figure file (an SVG's glyph sizes; a slider frame's PNG text chunks) and scaled to
+  the width the browser shows it.
 - On a phone a tap opens a figure at full size (700 px or more), and another tap closes it.
 - Tables (pandas outputs, markdown tables) fit the text column at both widths: they wrap, never scroll or
   stick out (code may scroll inside its box on a phone; tables may not).
@@ -28,6 +32,9 @@ import re
 from urllib.parse import urljoin
 
 from page_checks import BUDGET_KEY, check_page_health, toggle_first_solution
+
+from lib.book import figures
+from lib.book.widgets import PNG_TEXT_PT, PNG_WIDTH_IN
 
 WIDTHS = {"laptop": 1280, "phone": 390}
 PLUMBING = re.compile(r"\bglue\(|NBVAL_|getsource\(")
@@ -66,6 +73,7 @@ def test_chapter_as_read(page, site_url: str, site_pages: list[str], book_chapte
     page.wait_for_function(f"() => window.innerWidth === {WIDTHS['phone']}")
     page.wait_for_timeout(200)
     _layout_fits(page, rel, "phone")
+    _figures_are_legible_on_a_phone(page, rel)
     record_property(BUDGET_KEY, _numbered_equations_that_scroll(page, rel))
     has_solution = _a_solution_opens_on_a_tap(page, rel)
     page.set_viewport_size({"width": WIDTHS["laptop"], "height": 900})
@@ -146,6 +154,66 @@ def _layout_fits(page, rel: str, device: str) -> None:
     else:
         cut = [e for e in equations if e["need"] > e["have"] + 2 and not e["scrolls"]]
         assert not cut, f"{rel} at {width} px: {len(cut)} wide equations are cut off (no scroll box): {cut[:3]}"
+
+
+def _figure_text_px(body: bytes, src: str, shown: float) -> float | None:
+    """The smallest text, in CSS px, of a figure file shown ``shown`` px wide; None if the file does not say."""
+    if src.split("?")[0].endswith(".svg"):
+        return figures.svg_text_px(body.decode("utf-8"), shown_px=shown)
+    import io
+
+    from PIL import Image
+
+    chunks = getattr(Image.open(io.BytesIO(body)), "text", {})
+    if PNG_TEXT_PT not in chunks or PNG_WIDTH_IN not in chunks:
+        return None
+    # A PNG frame saved W inches wide is 96 W CSS px at its own size; the page shows it `shown` px wide.
+    return float(chunks[PNG_TEXT_PT]) * shown / (72 * float(chunks[PNG_WIDTH_IN]))
+
+
+def _figures_are_legible_on_a_phone(page, rel: str) -> None:
+    """At 390 px: every figure (those in folded blocks and exercise solutions too, measured with the blocks
+    opened for the moment; a slider's frames at the width of the one shown) no wider than PHONE_FIGURE_PX, its
+    smallest text at least MIN_TEXT_PX at the width shown."""
+    shown = page.evaluate(
+        """() => {
+            const hidden = Array.from(document.querySelectorAll('article .toggle-hidden'));
+            const closed = Array.from(document.querySelectorAll('article details:not([open])'));
+            hidden.forEach(el => el.classList.remove('toggle-hidden'));
+            closed.forEach(d => { d.open = true; });
+            const found = Array.from(document.querySelectorAll('article img')).map(img => {
+                let width = img.getBoundingClientRect().width;
+                const box = img.closest('.book-explore');
+                if (!width && box && img.classList.contains('book-explore-frame')) {
+                    const current = box.querySelector('img.book-explore-current');
+                    width = current ? current.getBoundingClientRect().width : 0;
+                }
+                return {src: img.currentSrc || img.src, width};
+            }).filter(f => f.width > 0);
+            hidden.forEach(el => el.classList.add('toggle-hidden'));
+            closed.forEach(d => { d.open = false; });
+            return found;
+        }"""
+    )
+    wide = [f"{f['src'].rsplit('/', 1)[-1][:16]} {f['width']:.0f} px" for f in shown
+            if f["width"] > figures.PHONE_FIGURE_PX + 0.5]
+    assert not wide, (f"{rel} at 390 px: {len(wide)} figures shown wider than figures.PHONE_FIGURE_PX = "
+                      f"{figures.PHONE_FIGURE_PX} (the width the figures are sized for: measure and update it), "
+                      f"e.g. {wide[:3]}")
+    small, unknown = [], []
+    for f in shown:
+        response = page.request.get(f["src"])
+        assert response.ok, f"{rel}: {f['src']} HTTP {response.status}"
+        px = _figure_text_px(response.body(), f["src"], f["width"])
+        name = f"{f['src'].rsplit('/', 1)[-1][:16]} ({f['width']:.0f} px wide)"
+        if px is None:
+            unknown.append(name)
+        elif px < figures.MIN_TEXT_PX:
+            small.append(f"{name}: {px:.1f} px")
+    assert not small and not unknown, (
+        f"{rel} at 390 px: {len(small)} figures have text under {figures.MIN_TEXT_PX:g} px (draw them "
+        f"figures.PHONE_WIDTH wide or with larger fonts), e.g. {small[:4]}; {len(unknown)} whose text size cannot "
+        f"be read (a slider frame drawn before widgets.py recorded it: re-execute), e.g. {unknown[:2]}")
 
 
 def _a_solution_opens_on_a_tap(page, rel: str) -> bool:
@@ -229,7 +297,7 @@ def _numbered_equations_that_scroll(page, rel: str) -> dict:
 
 
 def test_a_figure_opens_full_size_on_a_tap(page, site_url: str, site_pages: list[str]) -> None:
-    """On a phone a figure is shown 358 px wide; a tap opens it at 700 px or more (scrolling sideways) and a
+    """On a phone a figure is shown 342 px wide; a tap opens it at 700 px or more (scrolling sideways) and a
     second tap closes it (_static/figure-zoom.js)."""
     chapters = [p for p in site_pages if p.startswith("chapters/")]
     assert chapters, "no chapter pages"
