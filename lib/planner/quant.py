@@ -14,13 +14,19 @@ dtype), zero points and index tensors where the format has them. Layouts, as tra
   weights, plus a global fp32 weight scale and an fp32 input scale per matrix;
 * ``awq``: ``qweight`` packs 8 four-bit values per int32; per group of ``group_size`` inputs and per output an fp16
   ``scales`` entry and a 4-bit ``qzeros`` entry;
-* ``gptq``: as AWQ, plus ``g_idx``, one int32 per input;
+* ``gptq``: as AWQ, plus ``g_idx``, one int32 per input (AutoAWQ and AutoGPTQ write every unquantised tensor in
+  fp16, whatever ``torch_dtype`` says: a float32 config would otherwise double the token table);
 * compressed-tensors ``pack-quantized`` (int4 in groups): :math:`N/2`, one 16-bit scale per group (and a packed
   zero point when asymmetric), and ``weight_shape`` (two int64) per matrix; ``float-quantized`` / ``int-quantized``
   (8 bit): one byte per weight and one 16-bit scale per output channel (or per matrix);
 * ``bitsandbytes`` 4-bit (NF4/FP4): :math:`\lceil N/2\rceil` bytes, one absmax per 64 weights (fp32, or with
   double quantisation one byte plus one fp32 per 256 of those) and the 16-entry code table (and the 256-entry
   nested one); 8-bit: one byte per weight and one fp32 scale (``SCB``) per output row.
+
+What the config does not state is an assumption, one line each in :attr:`Quantisation.assumptions` (the fp8 block
+scales' dtype; the per-matrix bias buffers of AutoGPTQ and ``quant_state`` blobs of bitsandbytes, each well under
+0.1 %); a layout that cannot be counted from the config (AWQ at another width, a repacked AWQ version, an unknown
+method or algorithm) is refused in one line (:class:`QuantisationError`).
 
 What is quantised: the weight of every linear layer (and the fused expert tensors of a mixture of experts), except
 the output head, the embeddings (not linear layers) and the modules the config lists in ``modules_to_not_convert``
@@ -64,6 +70,9 @@ class Quantisation:
     double_quant: bool = False  #: bitsandbytes' nested quantisation of the absmax
     static_input_scale: bool = False  #: one fp32 activation scale per matrix
     description: str = ""  #: e.g. "fp8 (e4m3) weights, fp32 scale per 128x128 block (quantization_config)"
+    other_bytes: int | None = None  #: bytes per element of every unquantised tensor when the format fixes it
+    #: (AutoAWQ and AutoGPTQ write fp16 whatever ``torch_dtype`` says); None: the config's ``torch_dtype``
+    assumptions: tuple[str, ...] = ()  #: what the count assumes that the config does not state, one line each
 
     def quantises(self, module: str) -> bool:
         """Whether the linear layer ``module`` (e.g. ``model.layers.0.mlp.down_proj``) is stored quantised."""
@@ -161,7 +170,10 @@ def read_quantisation(raw: dict[str, Any]) -> Quantisation | None:
                                     f" {block!r}")
         return Quantisation("fp8", 8, (block[0], block[1]), 4, skip=skip,
                             description=f"fp8 ({q.get('fmt', 'e4m3')}) weights, one fp32 scale per"
-                                        f" {block[0]}x{block[1]} block {src}")
+                                        f" {block[0]}x{block[1]} block {src}",
+                            assumptions=(f"the block scales' dtype is not in the config: counted as fp32"
+                                         f" (DeepSeek-V3's); in bf16 they would be"
+                                         f" {100 * 2 / (block[0] * block[1]):.3g} % of the weights smaller",))
     if method == "fbgemm_fp8":
         return Quantisation("fp8-channel", 8, None, 4, skip=skip,
                             description=f"fp8 weights, one fp32 scale per output row (fbgemm) {src}")
@@ -178,23 +190,42 @@ def read_quantisation(raw: dict[str, Any]) -> Quantisation | None:
                                 description=f"fp8 weights, one fp32 scale per matrix (modelopt) {src}")
         raise QuantisationError(f"modelopt quant_algo {algo!r} is not one this planner counts (NVFP4, FP8)")
     if method in ("awq", "gptq"):
-        bits = _int(q, "bits", 4)
-        group = _int(q, "group_size", 128)
+        # AutoAWQ's own quant_config.json spells the fields w_bit / q_group_size
+        bits = _int(q, "bits" if "bits" in q or "w_bit" not in q else "w_bit", 4)
+        group = _int(q, "group_size" if "group_size" in q or "q_group_size" not in q else "q_group_size", 128)
+        fp16 = "unquantised tensors at fp16, as Auto{} writes them whatever torch_dtype says"
         if method == "awq":
+            if bits != 4:
+                raise QuantisationError(f"quantization_config.bits {bits}: AWQ checkpoints pack 4-bit weights"
+                                        " (AutoAWQ, transformers and vLLM read no other width)")
+            version = str(q.get("version", "gemm")).lower()
+            if version not in ("gemm", "gemv"):
+                raise QuantisationError(f"quantization_config.version {q.get('version')!r}: this planner counts"
+                                        " AWQ's gemm and gemv layouts, not a repacked one")
             zero = bool(q.get("zero_point", True))
+            notes = (fp16.format("AWQ"),)
+            if version == "gemv":
+                notes += ("gemv pads each row's scales and zeros to a multiple of 8 groups: counted unpadded",)
             return Quantisation("awq", bits, group if group > 0 else None, 2, bits if zero else 0, skip=skip,
                                 description=f"awq int{bits} weights, groups of {group} with fp16 scales"
-                                            f"{' and zero points' if zero else ''} {src}")
+                                            f"{' and zero points' if zero else ''} {src}",
+                                other_bytes=2, assumptions=notes)
         return Quantisation("gptq", bits, group if group > 0 else None, 2, bits, skip=skip,
                             description=f"gptq int{bits} weights, groups of {group if group > 0 else 'a row'}"
-                                        f" with fp16 scales, packed zeros and g_idx {src}")
+                                        f" with fp16 scales, packed zeros and g_idx {src}",
+                            other_bytes=2,
+                            assumptions=(fp16.format("GPTQ"), "the fp16 bias buffer AutoGPTQ writes beside every"
+                                         " quantised matrix (zeros for bias-free models, 2 B per output) is not"
+                                         " counted"))
     if method == "bitsandbytes":
         if q.get("load_in_4bit"):
             dq = bool(q.get("bnb_4bit_use_double_quant", False))
             kind = q.get("bnb_4bit_quant_type", "fp4")
             return Quantisation("bnb-4bit", 4, 64, 4, skip=skip, double_quant=dq,
                                 description=f"bitsandbytes 4-bit ({kind}) weights, one absmax per 64"
-                                            f"{', double-quantised' if dq else ''} {src}")
+                                            f"{', double-quantised' if dq else ''} {src}",
+                                assumptions=("the quant_state JSON bitsandbytes writes beside every quantised"
+                                             " matrix (about 170 B) is not counted",))
         if q.get("load_in_8bit"):
             return Quantisation("bnb-8bit", 8, None, 4, skip=skip,
                                 description=f"bitsandbytes 8-bit weights, one fp32 scale per row {src}")
@@ -284,13 +315,14 @@ def stored_dtype_bytes(raw: dict[str, Any]) -> int:
 
 def checkpoint_bytes(m: Any, raw: dict[str, Any], quant: Quantisation | None = None) -> float:
     """Bytes of the published checkpoint of ``m`` (an :class:`~lib.planner.engine.EngineModel` read from ``raw``):
-    every tensor as stored (:func:`read_quantisation`'s layout, the rest at the config's ``torch_dtype``), plus a
+    every tensor as stored (:func:`read_quantisation`'s layout, the rest at the config's ``torch_dtype`` or at the
+    dtype the format fixes, :attr:`Quantisation.other_bytes`), plus a
     multi-token-prediction module the checkpoint carries and transformers does not build (:data:`MTP_CHECKPOINTS`).
     What ``metadata.total_size`` of ``model.safetensors.index.json`` states."""
     from .engine import weight_bytes
 
     quant = read_quantisation(raw) if quant is None else quant
-    other = stored_dtype_bytes(raw)
+    other = quant.other_bytes if quant is not None and quant.other_bytes else stored_dtype_bytes(raw)
     total, per_layer, _, _ = weight_bytes(m, quant, other)
     k = raw.get("num_nextn_predict_layers") or 0
     if raw.get("model_type") in MTP_CHECKPOINTS and isinstance(k, int) and k > 0:
