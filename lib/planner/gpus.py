@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from ..constants import GiB, MiB
 
-__all__ = ["GPU", "GPUS", "ALIASES", "gpu"]
+__all__ = ["GPU", "GPUS", "ALIASES", "gpu", "Roofline", "ROOFLINES", "roofline"]
 
 
 @dataclass(frozen=True)
@@ -124,3 +124,119 @@ def gpu(name: str) -> GPU:
         return GPUS[ALIASES[key]]
     raise ValueError(
         f"unknown GPU {name!r}; presets: {', '.join(GPUS)} (or give --gpu-memory with a unit, e.g. 81089MiB)")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Speed: memory bandwidth and dense matrix peaks (issue #35), for lib.planner.speed's roofline.
+
+
+@dataclass(frozen=True)
+class Roofline:
+    """What a card can read and compute per second, from its data sheet (theoretical peaks, never measured here).
+
+    ``peak_flops`` holds *dense* matrix (tensor-core) FLOP/s per dtype. Data sheets print the Hopper, Ada and
+    Blackwell figures "with sparsity" (2:4 structured sparsity, which dense serving does not use): those are halved
+    here, and the source says so. A dtype the card has no matrix unit for is absent (an A100 has no fp8: fp8 weights
+    are then multiplied at the 16-bit peak, as weight-only kernels do)."""
+
+    bandwidth: float  #: HBM/GDDR bytes per second (data sheet, 10**12 B/s = 1 TB/s)
+    peak_flops: dict[str, float]  #: dense matrix FLOP/s per dtype ("bf16", "fp8", "fp4")
+    link_bandwidth: float  #: GPU-to-GPU bytes per second, one direction (NVLink / Infinity Fabric / PCIe)
+    source: str  #: where the figures were read
+    matmul_measured: float | None = None  #: largest bf16 matrix-product FLOP/s measured on the card (None: none
+    #: found), from :data:`MAMF_SOURCE`; scales every dtype's peak by ``achievable``
+
+    @property
+    def achievable(self) -> float:
+        """Measured over data-sheet bf16 matrix peak (at most 1; 1 where no measurement was found): the share of the
+        sheet's peak a large matrix product reaches on this card, before any serving engine's losses."""
+        if self.matmul_measured is None:
+            return 1.0
+        return min(1.0, self.matmul_measured / self.peak_flops["bf16"])
+
+    def peak(self, dtype: str) -> float:
+        """Dense matrix FLOP/s for multiplications in ``dtype`` (fp8 or fp4; a card without that unit multiplies at its
+        16-bit peak, as weight-only kernels do; everything else runs at the 16-bit peak)."""
+        for d in {"fp4": ("fp4", "bf16"), "fp8": ("fp8", "bf16")}.get(dtype, ("bf16",)):
+            if d in self.peak_flops:
+                return self.peak_flops[d]
+        raise ValueError(f"no matrix peak for {dtype!r}")
+
+
+T = 1e12
+#: Where ``matmul_measured`` comes from: the "Maximum Achievable Matmul FLOPS" finder (Stas Bekman's mamf-finder.py,
+#: ml-engineering/compute/accelerator) run on each card, bf16, the best shape's TFLOPS, as tabulated in the
+#: README of github.com/mag-/gpu_benchmark ("Stats").
+MAMF_SOURCE = ("largest bf16 matmul measured with mamf-finder (github.com/mag-/gpu_benchmark README, 'Stats': H100 SXM"
+               " 80GB 821.2, GH200 144G 853.8, H100 NVL 488.5, MI300X 788.2, A100 SXM 267.9, L40S 252.0, L4 91.4,"
+               " RTX 4090 178.8 TFLOPS)")
+_H100_SHEET = ("NVIDIA H100 Tensor Core GPU data sheet (resources.nvidia.com/en-us-tensor-core/"
+               "nvidia-tensor-core-gpu-datasheet)")
+_SPARSE = "; the sheet's 'with sparsity' tensor figures halved for dense"
+
+#: Data-sheet figures for every preset of :data:`GPUS`, plus two cards that published measurements use
+#: (``GH200-144GB``, ``H100-NVL``): rooflines only, no memory preset.
+ROOFLINES: dict[str, Roofline] = {
+    "H100-80GB": Roofline(3.35 * T, {"bf16": 989.5 * T, "fp8": 1979 * T}, 450e9,
+                          f"{_H100_SHEET}, H100 SXM column: 3.35 TB/s, BF16 1,979 and FP8 3,958 TFLOPS with"
+                          f" sparsity, NVLink 900 GB/s (two directions){_SPARSE}", 821.2 * T),
+    "H200": Roofline(4.8 * T, {"bf16": 989.5 * T, "fp8": 1979 * T}, 450e9,
+                     "NVIDIA H200 Tensor Core GPU data sheet (nvidia.com/en-us/data-center/h200), H200 SXM: 4.8 TB/s,"
+                     f" BF16 1,979 and FP8 3,958 TFLOPS with sparsity, NVLink 900 GB/s{_SPARSE}; measured matmul:"
+                     " the H100 SXM's (the same GH100 chip and clocks; none found for the H200)", 821.2 * T),
+    "B200": Roofline(8.0 * T, {"bf16": 2250 * T, "fp8": 4500 * T, "fp4": 9000 * T}, 900e9,
+                     "NVIDIA DGX B200 data sheet (resources.nvidia.com/en-us-dgx-systems/dgx-b200-datasheet), eight"
+                     " GPUs: 64 TB/s HBM3e, FP8 72 PFLOPS and FP4 144 PFLOPS (with sparsity), NVLink 14.4 TB/s;"
+                     " per GPU 8 TB/s and half the sparse figures (HGX B200 sheet: BF16 4.5 PFLOPS sparse)"),
+    "GB200": Roofline(8.0 * T, {"bf16": 2500 * T, "fp8": 5000 * T, "fp4": 10000 * T}, 900e9,
+                      "NVIDIA GB200 NVL72 data sheet (nvidia.com/en-us/data-center/gb200-nvl72): 72 GPUs, 576 TB/s,"
+                      " FP16/BF16 360 PFLOPS, FP8 720 PFLOPS, FP4 1,440 PFLOPS (with sparsity), NVLink 130 TB/s;"
+                      " per GPU, sparse figures halved"),
+    "H20": Roofline(4.0 * T, {"bf16": 148 * T, "fp8": 296 * T}, 450e9,
+                    "NVIDIA HGX H20 product brief as quoted by public spec tables (no public NVIDIA data sheet found):"
+                    " 4.0 TB/s, BF16 148 and FP8 296 TFLOPS dense, NVLink 900 GB/s"),
+    "A100-80GB": Roofline(2.039 * T, {"bf16": 312 * T}, 300e9,
+                          "NVIDIA A100 data sheet (nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/"
+                          "nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf), A100 80GB SXM: 2,039 GB/s, BF16"
+                          " 312 TFLOPS dense (624 with sparsity), NVLink 600 GB/s; no FP8 unit", 267.9 * T),
+    "A100-40GB": Roofline(1.555 * T, {"bf16": 312 * T}, 300e9,
+                          "NVIDIA A100 data sheet (as A100-80GB), A100 40GB SXM: 1,555 GB/s, BF16 312 TFLOPS dense,"
+                          " NVLink 600 GB/s; no FP8 unit; measured matmul: the A100 SXM's (same chip)", 267.9 * T),
+    "L40S": Roofline(0.864 * T, {"bf16": 362.05 * T, "fp8": 733 * T}, 32e9,
+                     "NVIDIA L40S data sheet (nvidia.com/en-us/data-center/l40s): 864 GB/s, BF16 362.05 (733 with"
+                     " sparsity) and FP8 733 (1,466 with sparsity) TFLOPS, PCIe Gen4 x16 64 GB/s (two directions)",
+                     252.0 * T),
+    "L20": Roofline(0.864 * T, {"bf16": 119.5 * T, "fp8": 239 * T}, 32e9,
+                    "NVIDIA L20 product brief as quoted by public spec tables: 864 GB/s, BF16 119.5 and FP8 239"
+                    " TFLOPS dense, PCIe Gen4 x16"),
+    "L4": Roofline(0.300 * T, {"bf16": 121 * T, "fp8": 242.5 * T}, 32e9,
+                   "NVIDIA L4 data sheet (nvidia.com/en-us/data-center/l4): 300 GB/s, BF16 242 and FP8 485 TFLOPS"
+                   f" with sparsity, PCIe Gen4 x16{_SPARSE}", 91.4 * T),
+    "A10": Roofline(0.600 * T, {"bf16": 125 * T}, 32e9,
+                    "NVIDIA A10 data sheet (nvidia.com/content/dam/en-zz/Solutions/Data-Center/a10/pdf/"
+                    "a10-datasheet.pdf): 600 GB/s, BF16 125 TFLOPS dense (250 with sparsity), PCIe Gen4 x16"),
+    "T4": Roofline(0.320 * T, {"bf16": 65 * T}, 16e9,
+                   "NVIDIA T4 data sheet (nvidia.com/en-us/data-center/tesla-t4): 320 GB/s, mixed-precision"
+                   " FP16/FP32 65 TFLOPS (the card has no BF16 unit: 16-bit means FP16 here), PCIe Gen3 x16"),
+    "RTX-4090": Roofline(1.008 * T, {"bf16": 165.2 * T, "fp8": 330.3 * T}, 32e9,
+                         "NVIDIA Ada Lovelace architecture whitepaper, GeForce RTX 4090: 1,008 GB/s, BF16 (FP32"
+                         " accumulate) 165.2 and FP8 (FP32 accumulate) 330.3 TFLOPS dense, PCIe Gen4 x16", 178.8 * T),
+    "MI300X": Roofline(5.3 * T, {"bf16": 1307.4 * T, "fp8": 2614.9 * T}, 448e9,
+                       "AMD Instinct MI300X data sheet (amd.com/en/products/accelerators/instinct/mi300/mi300x.html):"
+                       " 5.3 TB/s, FP16/BF16 1,307.4 and FP8 2,614.9 TFLOPS dense, 7 Infinity Fabric links of"
+                       " 64 GB/s each way", 788.2 * T),
+    "GH200-144GB": Roofline(4.9 * T, {"bf16": 989.5 * T, "fp8": 1979 * T}, 450e9,
+                            "NVIDIA GH200 Grace Hopper Superchip data sheet (nvidia.com/en-us/data-center/grace-hopper-"
+                            "superchip), 144 GB HBM3e: 4.9 TB/s, BF16 1,979 and FP8 3,958 TFLOPS with sparsity"
+                            f"{_SPARSE}", 853.8 * T),
+    "H100-NVL": Roofline(3.9 * T, {"bf16": 835.5 * T, "fp8": 1670.5 * T}, 300e9,
+                         f"{_H100_SHEET}, H100 NVL column: 3.9 TB/s, BF16 1,671 and FP8 3,341 TFLOPS with sparsity,"
+                         f" NVLink bridge 600 GB/s{_SPARSE}", 488.5 * T),
+}
+
+
+def roofline(name: str) -> Roofline:
+    """The data-sheet roofline of a preset (any spelling :func:`gpu` accepts) or of ``GH200-144GB`` / ``H100-NVL``."""
+    if isinstance(name, str) and name in ROOFLINES:
+        return ROOFLINES[name]
+    return ROOFLINES[gpu(name).name]
