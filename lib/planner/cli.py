@@ -113,6 +113,11 @@ JSON_KEYS: dict[str, str] = {
                " sequences_per_replica, usable_bytes_per_gpu, weight_bytes_per_gpu, kv_bytes_per_gpu,"
                " overhead_bytes_per_gpu, naive_gpus), naive_gpus; for a model read by transformers the plans use its"
                " per-layer description (lib.planner.serving.engine_plan)",
+    "speed": "time and throughput of the plan on the --gpu preset's data-sheet roofline with assumed efficiencies"
+             " (lib.planner.speed; keys: lib.planner.speed.SPEED_KEYS): prefill_seconds, decode_seconds_per_token,"
+             " tokens_per_second_per_user, tokens_per_second_per_gpu, with --tokens-per-second-per-user or"
+             " --tokens-per-second gpus_for_target, with --gpu-hour-price cost_per_million_tokens, and the"
+             " efficiencies and assumptions; null for --gpu-memory without a preset (no bandwidth or peak known)",
     "training": "only with --train: one training step's memory per GPU and FLOPs (keys: TRAINING_KEYS in"
                 " lib.planner.train_cli: " + ", ".join(TRAINING_KEYS) + ")",
 }
@@ -284,6 +289,7 @@ def engine_report(
     max_tp: int = 64,
     max_pp: int = 8,
     quant: Quantisation | None = None,
+    speed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The report (keys: :data:`JSON_KEYS`) of a model only transformers reads: parameters, memory (per-token
     cache, each layer with its window, plus the recurrent layers' fixed state) and the serving plans, from the
@@ -333,7 +339,7 @@ def engine_report(
         attention = ("multi-head" if kv_heads == heads else "multi-query" if kv_heads == 1 else "grouped-query")
     else:
         attention = "per-layer"
-    return {
+    out = {
         "schema_version": SCHEMA_VERSION,
         "model": name or em.model_type,
         "model_type": em.model_type,
@@ -372,6 +378,8 @@ def engine_report(
             + (["recurrent state split over a tensor-parallel group like the heads it belongs to; tensor-parallel"
                 " degrees checked against the attention heads"] if state else [])),
     }
+    out["speed"] = _speed(out, em, raw, gpu_name, speed)
+    return out
 
 
 def report(
@@ -388,12 +396,15 @@ def report(
     max_tp: int = 64,
     max_pp: int = 8,
     quant: Quantisation | None = None,
+    speed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Everything the planner says about ``cfg`` for a workload, as a JSON-ready dict (keys: :data:`JSON_KEYS`).
 
     GPU memory: ``gpu_memory_bytes`` if given, else the preset ``gpu_name`` (default ``"H100-80GB"``, 81,559 MiB).
     The serving plans follow vLLM's accounting with ``engine`` (:class:`~lib.planner.serving.ServingAssumptions`); a
     fixed ``overhead_bytes`` per GPU replaces the activation and non-torch estimates. ``context`` defaults to 4096.
+    ``speed``: keyword arguments of :func:`lib.planner.speed.speed_section` (``input_tokens``, ``output_tokens``,
+    ``tokens_per_second_per_user``, ``tokens_per_second``, ``gpu_hour_price``) for the ``speed`` key.
     """
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     bytes_per_element(dtype)
@@ -428,7 +439,7 @@ def report(
     if cfg.max_positions and context > cfg.max_positions:
         warnings.append(f"context {context:,} exceeds the model's max_position_embeddings {cfg.max_positions:,}:"
                      " the model was not trained for it, and serving engines refuse it unless told otherwise")
-    return {
+    out = {
         "schema_version": SCHEMA_VERSION,
         "model": cfg.name or cfg.model_type,
         "model_type": cfg.model_type,
@@ -461,6 +472,8 @@ def report(
                             gpu_notes + ([f"hand-written reader: {q.description}; the scales of every matrix counted"
                                           " at the rate of a d_model x d_model matrix"] if q else [])),
     }
+    out["speed"] = _speed(out, cfg, None, gpu_name, speed)
+    return out
 
 
 def _serving(plan, engine: ServingAssumptions, overhead_bytes: float | None, max_pp: int, activation: float,
@@ -485,6 +498,23 @@ def _serving(plan, engine: ServingAssumptions, overhead_bytes: float | None, max
         "naive_gpus": plans["tensor_parallel"]["naive_gpus"],
         **plans,
     }
+
+
+def _speed(r: dict[str, Any], model: Any, raw: dict[str, Any] | None, gpu_name: str | None,
+           options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The report's ``speed`` object (:func:`lib.planner.speed.speed_section`), or None without a GPU preset.
+    ``options``: its keyword arguments (input and output tokens, targets, price); where none were given and the
+    default request cannot be formed (a context of one token), None rather than an error."""
+    if gpu_name is None:
+        return None
+    from .speed import speed_section
+
+    try:
+        return speed_section(r, model, raw, gpu_name=gpu_name, **(options or {}))
+    except ValueError:
+        if options:
+            raise
+        return None
 
 
 def _whole(b: float) -> int:

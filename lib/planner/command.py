@@ -16,6 +16,7 @@ from .config import SUPPORTED_MODEL_TYPES, ConfigError, model_name
 from .gpus import ALIASES, GPUS, gpu
 from .quant import read_quantisation
 from .serving import VLLM_VERSION, ServingAssumptions
+from .speed import speed_text
 from .text import format_report
 from .train_cli import TrainingInputError, add_train_arguments, training_report, training_text
 from .units import parse_bytes
@@ -30,6 +31,16 @@ def _positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
     return value
 
 
@@ -85,6 +96,17 @@ def _parser() -> argparse.ArgumentParser:
                     help="a fixed overhead per GPU with a unit, replacing the activation and non-torch estimates")
     ap.add_argument("--max-tp", type=_positive_int, default=64, help="largest tensor-parallel degree tried")
     ap.add_argument("--max-pp", type=_positive_int, default=8, help="most pipeline stages tried")
+    ap.add_argument("--input-tokens", type=_positive_int, default=None,
+                    help="prompt tokens per request for time and throughput (default: --context minus the output)")
+    ap.add_argument("--output-tokens", type=_positive_int, default=None,
+                    help="generated tokens per request (default: min(256, --context / 2), or --context minus"
+                         " --input-tokens)")
+    ap.add_argument("--tokens-per-second-per-user", type=_positive_float, default=None,
+                    help="target output tokens/s each user sees: the report gives the GPUs that reach it")
+    ap.add_argument("--tokens-per-second", type=_positive_float, default=None,
+                    help="target output tokens/s of the whole service: the report gives the GPUs that reach it")
+    ap.add_argument("--gpu-hour-price", type=_positive_float, default=None,
+                    help="price of one GPU-hour (any currency): the report gives the cost per million output tokens")
     ap.add_argument("--json", action="store_true", help=f"print JSON (schema_version {SCHEMA_VERSION}) instead of text")
     add_train_arguments(ap)
     return ap
@@ -114,18 +136,22 @@ def main(argv: list[str] | None = None) -> int:
         engine = ServingAssumptions.vllm_defaults(memory if memory is not None else GPUS[name].plan_bytes,
                                                   name or "", args.vllm_entry, **settings)
         overhead = parse_bytes(args.overhead, allow_zero=True) if args.overhead is not None else None
+        speed = {k: v for k, v in (("input_tokens", args.input_tokens), ("output_tokens", args.output_tokens),
+                                   ("tokens_per_second_per_user", args.tokens_per_second_per_user),
+                                   ("tokens_per_second", args.tokens_per_second),
+                                   ("gpu_hour_price", args.gpu_hour_price)) if v is not None}
         if cfg is not None:
             raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
             r = report(cfg, context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name,
                        dtype=args.dtype, kv_dtype=args.kv_dtype, engine=engine, overhead_bytes=overhead,
-                       max_tp=args.max_tp, max_pp=args.max_pp, quant=read_quantisation(raw))
+                       max_tp=args.max_tp, max_pp=args.max_pp, quant=read_quantisation(raw), speed=speed)
             r["notes"] = notes
         else:
             raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
             r = engine_report(em, raw, name=model_name(Path(args.config), raw), context=args.context,
                               users=args.users, gpu_memory_bytes=memory, gpu_name=name, dtype=args.dtype,
                               kv_dtype=args.kv_dtype, engine=engine, notes=notes, overhead_bytes=overhead,
-                              max_tp=args.max_tp, max_pp=args.max_pp)
+                              max_tp=args.max_tp, max_pp=args.max_pp, speed=speed)
         if args.train:
             r["training"] = training_report(json.loads(Path(args.config).read_text(encoding="utf-8")), args)
     except TrainingInputError as err:
@@ -139,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"error: {Path(args.config).name}: cannot plan this model: {type(err).__name__}:"
                          f" {_one_line(err)}\n")
         return 2
-    text = json.dumps(r, indent=2) if args.json else format_report(r)
+    text = json.dumps(r, indent=2) if args.json else format_report(r) + "\n" + speed_text(r["speed"])
     if args.train and not args.json:
         text += "\n" + training_text(r["training"]) + "\n" + training_fit(r)
     sys.stdout.write(text + "\n")

@@ -41,11 +41,12 @@ from pathlib import Path
 from typing import Any
 
 from ..constants import GiB
-from .gpus import ROOFLINES, Roofline, gpu, roofline
+from .gpus import MAMF_SOURCE, ROOFLINES, Roofline, gpu, roofline
 from .units import as_count, bytes_per_element
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "SpeedModel", "describe", "keys_sum", "prefill_seconds",
-           "decode_step_seconds", "serve", "speed_section", "accuracy_rows", "accuracy_summary", "SPEED_KEYS"]
+           "decode_step_seconds", "serve", "speed_section", "speed_text", "accuracy_rows", "accuracy_summary",
+           "SPEED_KEYS"]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 
@@ -280,8 +281,8 @@ def serve(m: SpeedModel, card: Roofline, *, tp: int, batch: int, n_in: int, n_ou
 
 #: Keys of the report's ``speed`` object (``--json``), each with its meaning.
 SPEED_KEYS: dict[str, str] = {
-    "gpu": "the card whose data-sheet roofline is used (bandwidth_bytes_per_second, peak_flops_per_second for"
-           " compute_dtype, source)",
+    "gpu": "the card whose data-sheet roofline is used (name, bandwidth_bytes_per_second, peak_flops_per_second"
+           " for compute_dtype, achievable_fraction: a measured large matrix product over that peak, source)",
     "input_tokens": "prompt tokens per request (--input-tokens; default --context minus the output)",
     "output_tokens": "generated tokens per request (--output-tokens; default min(256, --context / 2))",
     "plan": "which serving plan the figures are for: tp_degree, pp_degree, replicas, sequences_per_replica"
@@ -406,7 +407,10 @@ def speed_section(r: dict[str, Any], model: Any, raw: dict[str, Any] | None, *, 
     assumptions = [
         eff.describe(),
         f"roofline of the {card_name(gpu_name)} data sheet: {card.bandwidth / 1e12:g} TB/s, {m.compute_dtype} peak"
-        f" {card.peak(m.compute_dtype) / 1e12:g} TFLOP/s dense ({card.source})",
+        f" {card.peak(m.compute_dtype) / 1e12:g} TFLOP/s dense ({card.source})"
+        + (f"; a large matrix product reaches {card.achievable:.0%} of it (measured: {MAMF_SOURCE})"
+           if card.matmul_measured else "; no measured matrix product found for this card: the sheet's peak taken"
+           " whole"),
         f"requests of {input_tokens:,} prompt and {output_tokens:,} generated tokens; {batch} at once on each"
         " replica (continuous batching: the others' prefills interleave with each one's decode)",
         "not modelled: queueing for a free slot, scheduler policy, speculative decoding, CPU overheads;"
@@ -419,7 +423,7 @@ def speed_section(r: dict[str, Any], model: Any, raw: dict[str, Any] | None, *, 
     out: dict[str, Any] = {
         "gpu": {"name": card_name(gpu_name), "bandwidth_bytes_per_second": card.bandwidth,
                 "peak_flops_per_second": card.peak(m.compute_dtype), "compute_dtype": m.compute_dtype,
-                "source": card.source},
+                "achievable_fraction": card.achievable, "source": card.source},
         "input_tokens": input_tokens, "output_tokens": output_tokens,
         "plan": {"tp_degree": plan["tp_degree"], "pp_degree": plan["pp_degree"], "replicas": plan["replicas"],
                  "sequences_per_replica": batch},
@@ -444,6 +448,44 @@ def speed_section(r: dict[str, Any], model: Any, raw: dict[str, Any] | None, *, 
         out["cost_per_million_tokens"] = (gpu_hour_price * gpus_used / (3600 * total_rate) * 1e6
                                           if total_rate > 0 else None)
     return out
+
+
+def speed_text(sp: dict[str, Any] | None) -> str:
+    """The ``speed`` object as lines of the text report (one line saying why where there is none)."""
+    if sp is None:
+        return ("time and throughput: not computed (give a --gpu preset: --gpu-memory alone says nothing of the"
+                " card's bandwidth or peak)")
+    p = sp["plan"]
+    lines = [
+        f"time and throughput on {sp['gpu']['name']} (roofline x assumed efficiencies; requests of"
+        f" {sp['input_tokens']:,} prompt + {sp['output_tokens']:,} generated tokens, {p['sequences_per_replica']}"
+        f" at once on each of {p['replicas']} replica(s) of tensor-parallel {p['tp_degree']}"
+        + (f" x pipeline {p['pp_degree']}" if p["pp_degree"] > 1 else "") + "):",
+        f"  prefill {_ms(sp['prefill_seconds'])} per request (about its time to the first token); decode step"
+        f" {_ms(sp['decode_seconds_per_token'])} ({sp['bound']}-bound); {_ms(sp['seconds_per_output_token'])} per"
+        " output token with the others' prefills",
+        f"  {sp['tokens_per_second_per_user']:,.1f} tokens/s per user; {sp['tokens_per_second_per_gpu']:,.0f}"
+        " output tokens/s per GPU",
+    ]
+    t = sp.get("gpus_for_target")
+    if t is not None:
+        if t.get("gpus"):
+            lines.append(f"  target met with {t['gpus']} GPU(s): {t['replicas']} replica(s) x tensor-parallel"
+                         f" {t['tp_degree']}, {t['sequences_per_replica']} requests each:"
+                         f" {t['tokens_per_second_per_user']:,.1f} tokens/s per user,"
+                         f" {t['tokens_per_second']:,.0f} tokens/s in all")
+        else:
+            lines.append(f"  target NOT reachable: {t['reason']}")
+    if "cost_per_million_tokens" in sp:
+        c = sp["cost_per_million_tokens"]
+        lines.append("  cost: " + (f"{c:,.3f} per million output tokens (GPU-hour price x GPUs / tokens per hour)"
+                                   if c is not None else "not computed (no throughput)"))
+    lines += [f"speed assumption: {a}" for a in sp["assumptions"]]
+    return "\n".join(lines)
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:,.1f} ms" if seconds < 1 else f"{seconds:,.2f} s"
 
 
 def card_name(name: str) -> str:
