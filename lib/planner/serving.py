@@ -44,7 +44,16 @@ __all__ = [
     "engine_activation_peak_bytes",
     "engine_plan",
     "VLLM_VERSION",
+    "VLLM_BANDS",
+    "vllm_band",
     "vllm_batch_defaults",
+    "non_torch_bytes",
+    "reserved_tokens",
+    "SAMPLER_BYTES_PER_LOGIT",
+    "MODEL_ERROR_BYTES",
+    "kv_available_plan",
+    "fit_verdict",
+    "sequence_range",
 ]
 
 
@@ -135,32 +144,135 @@ def pp_layer_partition(n_layers: int, pp: int) -> list[range]:
     return [range(a, a + n) for a, n in zip(starts, sizes, strict=True)]
 
 
-def activation_peak_bytes(cfg: ModelConfig, tokens: int = 8192, sequences: int = 256, dtype: str = "bf16",
-                          tp: int = 1, *, logits: bool = True) -> float:
-    r"""An estimate of the activation peak of vLLM's profiling forward pass over ``tokens`` batched tokens
-    (``max_num_batched_tokens``) on one GPU of a tensor-parallel group of ``tp``.
+#: The vLLM release bands whose start-up accounting the planner models, newest first (``--vllm-version``): what
+#: changed between them is the sampler's warm-up in the profiling run (below) and, for the V0 engine, how many
+#: tokens the profiling forward pass holds. The newest band is the default.
+VLLM_BANDS = {
+    "0.12": "vLLM 0.12 and later (V1 engine; validated on logs of early 2026 and 0.24)",
+    "0.10": "vLLM 0.10 to 0.11 (V1 engine; validated on logs of 0.10.1 and July 2025)",
+    "v0": "vLLM's V0 engine (before 0.10; not validated: its logs are kept, outside the bands claimed)",
+}
+DEFAULT_BAND = "0.12"
 
-    The largest set of tensors alive at once in one layer: the residual stream and its normalised copy
-    (:math:`2 T d_\text{model}`) plus the wider of the attention intermediates (q, k, v and the attention output,
-    :math:`T (2h + 2h_{kv}) d_k / t`) and the feed-forward intermediates (gate and up outputs and the activated
-    product, :math:`3 T w / t`, ``w`` the active width), times the bytes per element; plus, with ``logits``, the
-    fp32 logits of the ``min(sequences, tokens)`` sampled tokens (:math:`4 S n_\text{vocab}`). An estimate from
-    the model's dimensions, not vLLM's measurement: its log prints the measured peak at start-up.
+#: Bytes the V1 sampler's warm-up holds per logit (``max_num_seqs`` rows of the vocabulary) at its peak, from vLLM
+#: 0.12 on: the model's bf16 logits (2 B), their fp32 copy (4 B), the sort of the fp32 logits over the vocabulary
+#: for top-k/top-p (values 4 B and int64 indices 8 B), and the radix sort's own double buffers for keys and indices
+#: (about 20 B): 38 B by that count, 38.4 B fitted to five H100 logs of five models (9.6 times the fp32 logits).
+SAMPLER_BYTES_PER_LOGIT = 38.4
+
+#: Memory outside PyTorch's allocator that V1 counts per GPU (the increase in the device's used memory beyond torch's
+#: reservations after its start-up snapshot: cuBLAS workspaces, the CUDA graph pool's bookkeeping), by whether the
+#: GPU talks to others (NCCL communicators and vLLM's custom all-reduce buffers): H100 logs show 0.13-0.14 GiB
+#: alone and 0.54-0.55 GiB at tensor-parallel 2.
+NON_TORCH_ALONE = round(0.14 * GiB)
+NON_TORCH_PARALLEL = round(0.55 * GiB)
+
+#: The planner's error per GPU on the memory it subtracts before the KV cache (activation peak + non-torch +
+#: weights), the largest seen in the validation set's claimed bands (tests/test_vllm_validation.py keeps it so): a
+#: plan with less room to spare than this "fits within the model's error".
+MODEL_ERROR_BYTES = round(0.75 * GiB)
+
+
+def vllm_band(version: str | None = None) -> str:
+    """The band of :data:`VLLM_BANDS` a vLLM version belongs to: ``"0.12"`` for 0.12 and later (also ``None``, the
+    default), ``"0.10"`` for 0.10 and 0.11 (and older V1 releases, not validated), ``"v0"`` for the V0 engine
+    (``"v0"``, ``"V0"``)."""
+    if version is None:
+        return DEFAULT_BAND
+    text = str(version).strip().lower().removeprefix("vllm").strip().removeprefix("v")
+    if text in VLLM_BANDS:
+        return text
+    if text == "0" or str(version).strip().lower() in ("v0", "vllm v0"):
+        return "v0"
+    parts = text.split(".")
+    try:
+        major, minor = int(parts[0]), int(parts[1]) if len(parts) > 1 else 0
+    except ValueError:
+        raise ValueError(f"--vllm-version: expected a release such as 0.11.0, 0.12 or v0, got {version!r}") from None
+    return "0.12" if (major, minor) >= (0, 12) else "0.10"
+
+
+def non_torch_bytes(gpus_in_group: int = 1) -> int:
+    """Non-torch memory per GPU as vLLM's V1 engine counts it (:data:`NON_TORCH_ALONE`, or
+    :data:`NON_TORCH_PARALLEL` when the replica spans several GPUs)."""
+    return NON_TORCH_ALONE if as_count(gpus_in_group, "gpus_in_group") == 1 else NON_TORCH_PARALLEL
+
+
+def reserved_tokens(context: int, window: int | None = None, batched_tokens: int = 8192, block: int = 16) -> int:
+    """Tokens vLLM reserves per sequence in one layer's cache when it admits a request (``KVCacheSpec``'s
+    ``max_memory_usage_bytes``): ``context`` for full attention; for a sliding window of ``w`` tokens,
+    ``min(w - 1 + max_num_batched_tokens, context)`` rounded up to blocks, plus one block (the window need not
+    start on a block's edge; ``SlidingWindowSpec``). A chunk of prefill keeps the last ``w - 1`` tokens and the
+    new ones."""
+    context = as_count(context, "context")
+    if window is None:
+        return context
+    need = min(as_count(window, "window") - 1 + as_count(batched_tokens, "batched_tokens"), context)
+    block = as_count(block, "block")
+    return (math.ceil(need / block) + 1) * block
+
+
+def _profile_tokens(tokens: int, band: str, max_model_len: int | None) -> int:
+    """Tokens in the profiling forward pass: ``max_num_batched_tokens`` under V1; V0 without chunked prefill (its
+    default up to 32,768 tokens of context) profiles ``max(max_model_len, max_num_batched_tokens)``."""
+    if band == "v0" and max_model_len is not None and max_model_len <= 32768:
+        return max(tokens, max_model_len)
+    return tokens
+
+
+def _sampler_peak(tokens: int, sequences: int, d_model: int, vocab: int, p: float, band: str) -> tuple[float, bool]:
+    """(bytes of the sampler's warm-up beyond the forward pass, whether it stands alone): from 0.12 the sort of
+    :data:`SAMPLER_BYTES_PER_LOGIT` per logit next to the kept hidden states (``T d`` elements), a peak of its own;
+    before, the fp32 logits (``4 S V``) added to the forward pass's peak."""
+    s = min(sequences, tokens)
+    if band == "0.12":
+        return tokens * d_model * p + SAMPLER_BYTES_PER_LOGIT * s * vocab, True
+    return 4 * s * vocab, False
+
+
+def activation_peak_bytes(cfg: ModelConfig, tokens: int = 8192, sequences: int = 256, dtype: str = "bf16",
+                          tp: int = 1, *, logits: bool = True, band: str = DEFAULT_BAND,
+                          max_model_len: int | None = None) -> float:
+    r"""The activation peak of vLLM's profiling run (``gpu_model_runner.profile_run``) over ``tokens`` batched
+    tokens (``max_num_batched_tokens``) and ``sequences`` sampled rows (``max_num_seqs``) on one GPU of a
+    tensor-parallel group of ``tp``, for the release band ``band`` (:data:`VLLM_BANDS`).
+
+    The forward pass: the largest set of tensors alive at once in one layer, the residual stream and its normalised
+    copy (:math:`2 T d_	ext{model}`) plus the wider of the attention intermediates (q, k, v and the attention
+    output, :math:`T (2h + 2h_{kv}) d_k / t`), a dense feed-forward block's (gate and up outputs and the activated
+    product, :math:`3 T w / t`) and, in a mixture-of-experts layer, the fused-MoE kernel's workspaces (per token
+    and routed expert: the gate/up output or the down output, whichever is wider, :math:`\max(2N, d)`, and the
+    activated :math:`N`, ``N`` the expert width over ``t``), times the bytes per element.
+
+    With ``logits`` (the last pipeline stage), the sampler's warm-up over :math:`S = \min(	ext{sequences},
+    T)` rows of the vocabulary (``_dummy_sampler_run``): from 0.12, a peak of its own,
+    :math:`T d_	ext{model} p + 38.4\,S\,n_	ext{vocab}` (:data:`SAMPLER_BYTES_PER_LOGIT`), against which the
+    forward pass's peak is compared; in 0.10-0.11 and V0 the fp32 logits :math:`4 S n_	ext{vocab}` on top of the
+    forward pass. V0 profiles ``max(max_model_len, tokens)`` tokens when chunked prefill is off.
     """
     tokens, sequences, tp = as_count(tokens, "tokens"), as_count(sequences, "sequences"), as_count(tp, "tp")
+    if band not in VLLM_BANDS:
+        raise ValueError(f"band must be one of {sorted(VLLM_BANDS)}, got {band!r}")
     p = bytes_per_element(dtype)
     if cfg.kv_lora_rank is not None:
         qk = cfg.qk_nope_head_dim + cfg.qk_rope_head_dim
         attn = cfg.n_heads * (qk + cfg.qk_nope_head_dim + 2 * cfg.v_head_dim) + cfg.kv_lora_rank
     else:
         attn = (2 * cfg.n_heads + 2 * cfg.n_kv_heads) * cfg.head_dim
-    widths = [cfg.n_experts_per_tok * cfg.moe_d_ff + cfg.shared_d_ff if cfg.is_moe_layer(i) else cfg.d_ff
-              for i in range(cfg.n_layers)]
-    inner = max(attn, 3 * max(widths)) / tp
-    peak = tokens * (2 * cfg.d_model + inner) * p
-    if logits:
-        peak += 4 * min(sequences, tokens) * cfg.vocab_size
-    return peak
+    widest = attn / tp
+    for i in range(cfg.n_layers):
+        if cfg.is_moe_layer(i):
+            n = cfg.moe_d_ff / tp
+            moe = cfg.n_experts_per_tok * (max(2 * n, cfg.d_model) + n) + 3 * cfg.shared_d_ff / tp
+            widest = max(widest, moe)
+        else:
+            widest = max(widest, 3 * cfg.d_ff / tp)
+    t_fwd = _profile_tokens(tokens, band, max_model_len)
+    forward = t_fwd * (2 * cfg.d_model + widest) * p
+    if not logits:
+        return forward
+    sampler, alone = _sampler_peak(tokens, sequences, cfg.d_model, cfg.vocab_size, p, band)
+    return max(forward, sampler) if alone else forward + sampler
 
 
 @dataclass(frozen=True)
@@ -177,13 +289,23 @@ class GPUPlan:
     naive_gpus: int  #: ceil((weights + cache) / memory), no constraint applied
     pp_degree: int = 1
     overhead_bytes_per_gpu: float = 0.0  #: what was subtracted before the cache: activations + non-torch
+    cache_sequences_per_replica: int = 0  #: full-length sequences one replica's cache holds (before max_num_seqs)
+    max_num_seqs: int | None = None  #: the engine's limit on sequences running at once (None: not applied)
+    waiting_users: int = 0  #: users left waiting on the replicas the cache alone would call for (max_num_seqs)
+    spare_bytes_per_gpu: float = 0.0  #: room left on the busiest GPU once the busiest replica's cache is held
+    kv_bytes_per_sequence_per_gpu: float = 0.0  #: what one sequence reserves on that GPU
 
 
 def _stage_loads(cfg: ModelConfig, t: int, stages: list[range], context: int, dtype: str, kv_dtype: str,
-                 replicate_weights: bool, layer_rate: float | None = None) -> list[tuple[float, float, bool]]:
+                 replicate_weights: bool, layer_rate: float | None = None,
+                 tokens_for: Callable[[int | None], int] | None = None) -> list[tuple[float, float, bool]]:
     """Per stage: (weight bytes per GPU, KV bytes per sequence per GPU, is last stage). ``layer_rate``: bytes per
     parameter of the decoder layers when they are stored quantised (the token table and head then stay at
-    ``dtype``)."""
+    ``dtype``). ``tokens_for(window)``: the tokens a layer with that window caches per sequence (default
+    :func:`~lib.planner.cache.cached_tokens`; vLLM's admission uses :func:`reserved_tokens`)."""
+    if tokens_for is None:
+        def tokens_for(w: int | None) -> int:
+            return cached_tokens(context, w)
     p, p_kv = bytes_per_element(dtype), bytes_per_element(kv_dtype)
     p_layer = p if layer_rate is None else layer_rate
     share, rep = _kv_share(cfg, t)
@@ -202,7 +324,7 @@ def _stage_loads(cfg: ModelConfig, t: int, stages: list[range], context: int, dt
         if last:  # final norm and output head; a tied head on a separate last stage still needs its own copy
             n += (norm_parameters(cfg) + (head if not cfg.tie_embeddings or not first else 0)) * p
         w = n if replicate_weights else n / t
-        kv = per_layer_kv * share * sum(cached_tokens(context, windows[i]) for i in layers)
+        kv = per_layer_kv * share * sum(tokens_for(windows[i]) for i in layers)
         out.append((w, kv, last))
     return out
 
@@ -213,9 +335,12 @@ StageLoads = Callable[[int, list[range]], list[tuple[float, float, bool]]]
 
 def _search(*, n_layers: int, tp_degrees: list[int], loads: StageLoads, total_bytes: float, users: int,
             context: int, gpu_memory_bytes: int, fraction: float, overhead: Callable[[int, bool], float],
-            max_tp: int, max_pp: int) -> GPUPlan:
+            max_tp: int, max_pp: int, seq_cap: int | None = None, overhead_pp: Callable | None = None) -> GPUPlan:
     """The fewest GPUs over every valid (tp, pp); ``overhead(t, last_stage)`` gives the bytes subtracted per GPU and
-    ``loads(t, stages)`` what each stage holds. Shared by the hand-written description and the engine's."""
+    ``loads(t, stages)`` what each stage holds. Shared by the hand-written description and the engine's.
+    ``seq_cap``: the engine's ``max_num_seqs``, the most sequences a replica runs at once, whatever its cache
+    holds. ``overhead_pp(t, pp, last_stage)``, where given, replaces ``overhead`` (non-torch memory depends on
+    whether a replica spans several GPUs)."""
     naive = naive_gpu_count(total_bytes, gpu_memory_bytes)
     best: GPUPlan | None = None
     for pp in range(1, min(max_pp, n_layers) + 1):
@@ -223,21 +348,25 @@ def _search(*, n_layers: int, tp_degrees: list[int], loads: StageLoads, total_by
         for t in tp_degrees:
             seqs, worst = None, None
             for w, kv, last in loads(t, stages):
-                over = overhead(t, last)
+                over = overhead_pp(t, pp, last) if overhead_pp is not None else overhead(t, last)
                 room = fraction * gpu_memory_bytes - over - w
                 if room < kv or kv <= 0:
                     seqs = 0
                     break
                 s = int(room // kv)
                 if seqs is None or s < seqs:
-                    seqs, worst = s, (w, kv, over)
+                    seqs, worst = s, (w, kv, over, room)
             if not seqs:
                 continue
+            cache_seqs = seqs
+            if seq_cap is not None:
+                seqs = min(seqs, seq_cap)
             replicas = math.ceil(users / seqs)
             busiest = math.ceil(users / replicas)
-            w, kv, over = worst
+            w, kv, over, room = worst
+            waiting = max(0, users - math.ceil(users / cache_seqs) * seqs)
             plan = GPUPlan(replicas * t * pp, t, replicas, seqs, fraction * gpu_memory_bytes - over, w,
-                           busiest * kv, naive, pp, over)
+                           busiest * kv, naive, pp, over, cache_seqs, seq_cap, waiting, room - busiest * kv, kv)
             if best is None or plan.gpus < best.gpus:
                 best = plan
     if best is None:
@@ -252,15 +381,18 @@ def _search(*, n_layers: int, tp_degrees: list[int], loads: StageLoads, total_by
 
 def _plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes: int, fraction: float,
           overhead, dtype: str, kv_dtype: str, replicate_weights: bool, max_tp: int, max_pp: int,
-          layer_rate: float | None = None, weights_bytes: float | None = None) -> GPUPlan:
+          layer_rate: float | None = None, weights_bytes: float | None = None,
+          tokens_for: Callable[[int | None], int] | None = None, seq_cap: int | None = None,
+          overhead_pp: Callable | None = None) -> GPUPlan:
     """:func:`_search` over the hand-written description ``cfg``."""
     w = parameter_count(cfg).total * bytes_per_element(dtype) if weights_bytes is None else weights_bytes
     total = w + model_kv_cache_bytes(cfg, context, users, kv_dtype)
     return _search(n_layers=cfg.n_layers, tp_degrees=valid_tp_degrees(cfg.n_heads, cfg.n_kv_heads, max_tp),
                    loads=lambda t, stages: _stage_loads(cfg, t, stages, context, dtype, kv_dtype, replicate_weights,
-                                                        layer_rate),
+                                                        layer_rate, tokens_for),
                    total_bytes=total, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
-                   fraction=fraction, overhead=overhead, max_tp=max_tp, max_pp=max_pp)
+                   fraction=fraction, overhead=overhead, max_tp=max_tp, max_pp=max_pp, seq_cap=seq_cap,
+                   overhead_pp=overhead_pp)
 
 
 def plan_gpus(
@@ -310,13 +442,13 @@ def plan_gpus(
                  weights_bytes=weights_bytes)
 
 
-#: The vLLM release whose defaults the plans follow (V1 engine, ``EngineArgs.get_batch_defaults``).
-VLLM_VERSION = "vLLM 0.9 to 0.11 (V1 engine)"
+#: The vLLM release band whose defaults and accounting the plans follow unless told (``--vllm-version``).
+VLLM_VERSION = VLLM_BANDS[DEFAULT_BAND]
 _BIG_GPU = 70 * GiB  #: vLLM's threshold for its larger batch defaults (device total, by torch)
 
 
 def vllm_batch_defaults(device_total_bytes: int, device_name: str = "", entry: str = "server") -> tuple[int, int]:
-    """vLLM's defaults ``(max_num_batched_tokens, max_num_seqs)`` for a card, as :data:`VLLM_VERSION` sets them.
+    """vLLM's defaults ``(max_num_batched_tokens, max_num_seqs)`` for a card, as the V1 engine sets them (0.9 on).
 
     ``vllm/engine/arg_utils.py`` (``get_batch_defaults``): a device whose total (torch's, the engine's figure)
     is at least 70 GiB and whose name does not contain "a100" gets 8192 batched tokens for the API server
@@ -335,14 +467,26 @@ def vllm_batch_defaults(device_total_bytes: int, device_name: str = "", entry: s
 
 @dataclass(frozen=True)
 class ServingAssumptions:
-    """The engine settings a serving plan assumes, each named in the report. The defaults are
-    :data:`VLLM_VERSION`'s for its API server on a card of at least 70 GiB other than an A100 (an H100, H200,
+    """The engine settings a serving plan assumes, each named in the report. The defaults are the newest band's
+    (:data:`VLLM_BANDS`) for its API server on a card of at least 70 GiB other than an A100 (an H100, H200,
     B200); :meth:`vllm_defaults` gives them for any card."""
 
     gpu_memory_utilization: float = 0.9  #: vLLM --gpu-memory-utilization (default 0.9)
     max_num_batched_tokens: int = 8192  #: vLLM --max-num-batched-tokens: tokens in the profiling forward pass
-    max_num_seqs: int = 1024  #: vLLM --max-num-seqs: sampled sequences whose logits are profiled
-    non_torch_bytes: int = GiB  #: CUDA context, NCCL and cuBLAS buffers: an assumption; vLLM logs the measurement
+    max_num_seqs: int = 1024  #: vLLM --max-num-seqs: sampled rows profiled, and the most sequences run at once
+    #: memory outside PyTorch per GPU; None: vLLM's V1 figure for the replica's size (:func:`non_torch_bytes`)
+    non_torch_bytes: int | None = None
+    vllm_version: str = DEFAULT_BAND  #: release band (:data:`VLLM_BANDS`); any release name is mapped to its band
+    block_size: int = 16  #: vLLM --block-size (tokens per cache block; a sliding window reserves one block more)
+    max_model_len: int | None = None  #: vLLM --max-model-len (V0 profiles that many tokens); None: the context
+
+    @property
+    def band(self) -> str:
+        return vllm_band(self.vllm_version)
+
+    def non_torch(self, gpus_in_group: int = 1) -> int:
+        """The non-torch bytes per GPU for a replica of ``gpus_in_group`` GPUs."""
+        return non_torch_bytes(gpus_in_group) if self.non_torch_bytes is None else self.non_torch_bytes
 
     @classmethod
     def vllm_defaults(cls, device_total_bytes: int, device_name: str = "", entry: str = "server",
@@ -352,15 +496,23 @@ class ServingAssumptions:
         return cls(**{"max_num_batched_tokens": tokens, "max_num_seqs": seqs, **settings})
 
     def describe(self) -> list[str]:
+        nt = (f"non-torch memory {self.non_torch_bytes / GiB:.2f} GiB per GPU (given)" if self.non_torch_bytes
+              is not None else f"non-torch memory {NON_TORCH_ALONE / GiB:.2f} GiB per GPU alone,"
+              f" {NON_TORCH_PARALLEL / GiB:.2f} GiB when a replica spans several GPUs (vLLM's V1 figures on H100)")
         return [
             f"gpu_memory_utilization {self.gpu_memory_utilization} bounds weights + activations + non-torch memory"
             " + KV cache together (vLLM's accounting)",
-            f"activation peak estimated from the model's dimensions for a profiling pass of"
-            f" {self.max_num_batched_tokens} batched tokens and {self.max_num_seqs} sampled sequences"
-            f" (defaults of {VLLM_VERSION} for this card unless given)",
-            f"non-torch memory {self.non_torch_bytes / GiB:.2f} GiB per GPU (assumed; vLLM measures it at start-up)",
-            "CUDA-graph memory not modelled; quantised weights counted with their scales as the checkpoint stores"
-            " them",
+            f"activation peak of vLLM's profiling run for {VLLM_BANDS[self.band]}: a forward pass of"
+            f" {self.max_num_batched_tokens} batched tokens and the sampler's warm-up over {self.max_num_seqs}"
+            " rows of the vocabulary",
+            nt,
+            f"at most max_num_seqs = {self.max_num_seqs} sequences run at once per replica; a sliding-window layer"
+            f" reserves min(window - 1 + {self.max_num_batched_tokens}, context) tokens plus a block of"
+            f" {self.block_size} per sequence",
+            "CUDA graphs are outside this budget: vLLM captures them after sizing the cache (a few hundred MiB to"
+            " about 1 GiB on an H100); leave that headroom below 1 - gpu_memory_utilization",
+            f"the validation logs put these terms within {MODEL_ERROR_BYTES / GiB:.2f} GiB per GPU of vLLM's own;"
+            " quantised weights counted with their scales as the checkpoint stores them",
         ]
 
 
@@ -368,8 +520,10 @@ def serving_plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes
                  kv_dtype: str | None = None, assumptions: ServingAssumptions | None = None, max_tp: int = 64,
                  max_pp: int = 1, layer_rate: float | None = None, weights_bytes: float | None = None) -> GPUPlan:
     """The fewest GPUs under vLLM's memory accounting (module docstring): per GPU, ``utilization × memory`` minus
-    the weights, :func:`activation_peak_bytes` (logits on the last pipeline stage only) and the non-torch memory
-    is the KV budget. ``max_pp=1``: tensor parallelism only; larger: tensor × pipeline plans too."""
+    the weights, :func:`activation_peak_bytes` (the sampler on the last pipeline stage only) and the non-torch
+    memory (:func:`non_torch_bytes`) is the KV budget; each sequence reserves ``context`` tokens in a full layer
+    and :func:`reserved_tokens` in a sliding-window layer, and a replica runs at most ``max_num_seqs`` sequences.
+    ``max_pp=1``: tensor parallelism only; larger: tensor × pipeline plans too."""
     a = assumptions or ServingAssumptions()
     as_fraction(a.gpu_memory_utilization, "gpu_memory_utilization")
     users, context = as_count(users, "users"), as_count(context, "context")
@@ -377,20 +531,23 @@ def serving_plan(cfg: ModelConfig, *, users: int, context: int, gpu_memory_bytes
     max_tp, max_pp = as_count(max_tp, "max_tp"), as_count(max_pp, "max_pp")
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     bytes_per_element(kv_dtype)
+    band, mml = a.band, a.max_model_len or context
 
-    def overhead(t: int, last: bool) -> float:
-        act = activation_peak_bytes(cfg, a.max_num_batched_tokens, a.max_num_seqs, dtype, t, logits=last)
-        return act + a.non_torch_bytes
+    def overhead_pp(t: int, pp: int, last: bool) -> float:
+        act = activation_peak_bytes(cfg, a.max_num_batched_tokens, a.max_num_seqs, dtype, t, logits=last,
+                                    band=band, max_model_len=mml)
+        return act + a.non_torch(t * pp)
 
     return _plan(cfg, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
-                 fraction=a.gpu_memory_utilization, overhead=overhead, dtype=dtype, kv_dtype=kv_dtype,
-                 replicate_weights=False, max_tp=max_tp, max_pp=max_pp, layer_rate=layer_rate,
-                 weights_bytes=weights_bytes)
+                 fraction=a.gpu_memory_utilization, overhead=lambda t, last: overhead_pp(t, 1, last), dtype=dtype,
+                 kv_dtype=kv_dtype, replicate_weights=False, max_tp=max_tp, max_pp=max_pp, layer_rate=layer_rate,
+                 weights_bytes=weights_bytes, seq_cap=a.max_num_seqs, overhead_pp=overhead_pp,
+                 tokens_for=lambda w: reserved_tokens(context, w, a.max_num_batched_tokens, a.block_size))
 
 
 def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: int, dtype: str,
-                        kv_dtype: str, stored: tuple[list[float], float, float] | None = None
-                        ) -> list[tuple[float, float, bool]]:
+                        kv_dtype: str, stored: tuple[list[float], float, float] | None = None,
+                        tokens_for: Callable[[int | None], int] | None = None) -> list[tuple[float, float, bool]]:
     """Per stage of the engine's description: (weight bytes per GPU, cache bytes per sequence per GPU, is last).
 
     The same rules as the hand-written description's: every matrix split ``t`` ways, key/value projections and
@@ -399,6 +556,9 @@ def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: i
     the layers, after them) as a quantised checkpoint stores them (:func:`lib.planner.engine.weight_bytes`)."""
     p, p_kv = bytes_per_element(dtype), bytes_per_element(kv_dtype)
     latent = any(layer.kind == "latent" for layer in em.layers)
+    if tokens_for is None:
+        def tokens_for(w: int | None) -> int:
+            return cached_tokens(context, w)
 
     def rep(layer) -> int:  # GPUs holding each key/value head: per layer (MiMo-V2-Flash's layers differ)
         return 1 if latent else max(1, t // max(layer.kv_heads or em.n_kv_heads, 1))
@@ -420,7 +580,7 @@ def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: i
             n += before if first else 0
             if last:
                 n += after + (em.tied_head * p if not first else 0)
-        kv = sum(layer.kv_per_token * cached_tokens(context, layer.window) * (1.0 if latent else rep(layer) / t)
+        kv = sum(layer.kv_per_token * tokens_for(layer.window) * (1.0 if latent else rep(layer) / t)
                  for layer in layers) * p_kv
         kv += sum(layer.state - layer.conv_channels for layer in layers) * p_kv / t  # vLLM: kernel - 1 columns
         out.append((n / t, kv, last))
@@ -428,18 +588,23 @@ def _engine_stage_loads(em: EngineModel, t: int, stages: list[range], context: i
 
 
 def engine_activation_peak_bytes(em: EngineModel, tokens: int = 8192, sequences: int = 256, dtype: str = "bf16",
-                                 tp: int = 1, *, logits: bool = True) -> float:
+                                 tp: int = 1, *, logits: bool = True, band: str = DEFAULT_BAND,
+                                 max_model_len: int | None = None) -> float:
     r"""The activation estimate of :func:`activation_peak_bytes` for a model read by the engine: the residual stream
     and its normalised copy (:math:`2 T d_\text{model}`) plus the widest block of any layer, its active parameters
     divided by :math:`d_\text{model}` (the outputs per token of its matrices: :math:`(2h + 2h_{kv}) d_k` for
-    attention, :math:`3w` for a gated feed-forward block of width :math:`w`), split over ``tp``; plus the fp32
-    logits of the sampled tokens."""
+    attention, :math:`3w` for a gated feed-forward block of width :math:`w`), split over ``tp``; plus, on the last
+    stage, the sampler's warm-up as :func:`activation_peak_bytes` models it for ``band``."""
     tokens, sequences, tp = as_count(tokens, "tokens"), as_count(sequences, "sequences"), as_count(tp, "tp")
+    if band not in VLLM_BANDS:
+        raise ValueError(f"band must be one of {sorted(VLLM_BANDS)}, got {band!r}")
+    p = bytes_per_element(dtype)
     inner = max(layer.widest for layer in em.layers) / tp
-    peak = tokens * (2 * em.d_model + inner) * bytes_per_element(dtype)
-    if logits:
-        peak += 4 * min(sequences, tokens) * em.vocab_size
-    return peak
+    forward = _profile_tokens(tokens, band, max_model_len) * (2 * em.d_model + inner) * p
+    if not logits:
+        return forward
+    sampler, alone = _sampler_peak(tokens, sequences, em.d_model, em.vocab_size, p, band)
+    return max(forward, sampler) if alone else forward + sampler
 
 
 def engine_plan(em: EngineModel, *, users: int, context: int, gpu_memory_bytes: int, dtype: str = "bf16",
@@ -448,7 +613,8 @@ def engine_plan(em: EngineModel, *, users: int, context: int, gpu_memory_bytes: 
                 stored: tuple[list[float], float, float] | None = None) -> GPUPlan:
     """:func:`serving_plan` (or, with ``overhead_bytes``, :func:`plan_gpus`) for a model the engine read: the same
     search over tensor-parallel degrees (which must divide the attention heads) and pipeline stages, each stage
-    holding its layers' parameters, per-token cache (each layer with its window) and recurrent state."""
+    holding its layers' parameters, per-token cache (each layer with its window: vLLM's reservation,
+    :func:`reserved_tokens`, under vLLM's accounting) and recurrent state."""
     a = assumptions or ServingAssumptions()
     fraction = as_fraction(a.gpu_memory_utilization, "gpu_memory_utilization")
     users, context = as_count(users, "users"), as_count(context, "context")
@@ -456,21 +622,101 @@ def engine_plan(em: EngineModel, *, users: int, context: int, gpu_memory_bytes: 
     max_tp, max_pp = as_count(max_tp, "max_tp"), as_count(max_pp, "max_pp")
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     p_kv = bytes_per_element(kv_dtype)
+    band, mml = a.band, a.max_model_len or context
     if overhead_bytes is None:
-        def overhead(t: int, last: bool) -> float:
-            act = engine_activation_peak_bytes(em, a.max_num_batched_tokens, a.max_num_seqs, dtype, t, logits=last)
-            return act + a.non_torch_bytes
+        def overhead_pp(t: int, pp: int, last: bool) -> float:
+            act = engine_activation_peak_bytes(em, a.max_num_batched_tokens, a.max_num_seqs, dtype, t, logits=last,
+                                               band=band, max_model_len=mml)
+            return act + a.non_torch(t * pp)
+
+        def tokens_for(w: int | None) -> int:
+            return reserved_tokens(context, w, a.max_num_batched_tokens, a.block_size)
+        cap = a.max_num_seqs
     else:
         fixed = as_nonneg_bytes(overhead_bytes, "overhead_bytes")
 
-        def overhead(t: int, last: bool) -> float:
+        def overhead_pp(t: int, pp: int, last: bool) -> float:
             return fixed
-    per_seq = sum(layer.kv_per_token * cached_tokens(context, layer.window) + layer.state - layer.conv_channels
+
+        def tokens_for(w: int | None) -> int:
+            return cached_tokens(context, w)
+        cap = None
+    per_seq = sum(layer.kv_per_token * tokens_for(layer.window) + layer.state - layer.conv_channels
                   for layer in em.layers)
     weights = em.total * bytes_per_element(dtype) if stored is None else sum(stored[0]) + stored[1] + stored[2]
     total = weights + users * per_seq * p_kv
     degrees = valid_tp_degrees(em.n_heads, em.n_kv_heads, max_tp) if em.n_heads else [1]
     return _search(n_layers=len(em.layers), tp_degrees=degrees,
-                   loads=lambda t, stages: _engine_stage_loads(em, t, stages, context, dtype, kv_dtype, stored),
+                   loads=lambda t, stages: _engine_stage_loads(em, t, stages, context, dtype, kv_dtype, stored,
+                                                               tokens_for),
                    total_bytes=total, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes,
-                   fraction=fraction, overhead=overhead, max_tp=max_tp, max_pp=max_pp)
+                   fraction=fraction, overhead=lambda t, last: overhead_pp(t, 1, last), max_tp=max_tp,
+                   max_pp=max_pp, seq_cap=cap, overhead_pp=overhead_pp)
+
+
+def kv_available_plan(model: ModelConfig | EngineModel, kv_available_bytes: float | list[float], *, users: int,
+                      context: int,
+                      tp: int = 1, pp: int = 1, kv_dtype: str = "bf16",
+                      assumptions: ServingAssumptions | None = None) -> GPUPlan:
+    """A plan from the "Available KV cache memory" a running vLLM printed for one GPU of a replica of ``tp`` ×
+    ``pp`` GPUs: no weights, activation or non-torch estimate, only the cache each sequence reserves on the busiest
+    stage (:func:`reserved_tokens` for windowed layers) and the ``max_num_seqs`` limit. The per-GPU figures other
+    than the cache are zero (the log's number already has them taken out). With pipeline stages, one figure per
+    stage may be given (each worker prints its own; the engine takes the fewest blocks)."""
+    a = assumptions or ServingAssumptions()
+    by_stage = [as_nonneg_bytes(b, "kv_available_bytes") for b in
+                (kv_available_bytes if isinstance(kv_available_bytes, (list, tuple)) else [kv_available_bytes] * pp)]
+    if len(by_stage) != pp:
+        raise ValueError(f"{len(by_stage)} KV figures for {pp} pipeline stages")
+    users, context = as_count(users, "users"), as_count(context, "context")
+    tp, pp = as_count(tp, "tp"), as_count(pp, "pp")
+
+    def tokens_for(w: int | None) -> int:
+        return reserved_tokens(context, w, a.max_num_batched_tokens, a.block_size)
+    if isinstance(model, EngineModel):
+        stages = pp_layer_partition(len(model.layers), pp)
+        loads = _engine_stage_loads(model, tp, stages, context, kv_dtype, kv_dtype, None, tokens_for)
+    else:
+        _check_tp(model, tp)
+        stages = pp_layer_partition(model.n_layers, pp)
+        loads = _stage_loads(model, tp, stages, context, kv_dtype, kv_dtype, False, None, tokens_for)
+    (kv_available_bytes, kv), cache_seqs = min(
+        (((b, kv_seq), int(b // kv_seq) if kv_seq > 0 else 0) for b, (_, kv_seq, _) in zip(by_stage, loads,
+                                                                                           strict=True)),
+        key=lambda t: t[1])
+    if cache_seqs < 1:
+        raise ValueError(f"{kv_available_bytes / GiB:.2f} GiB of KV cache per GPU holds no sequence of {context}"
+                         f" tokens ({kv / GiB:.3f} GiB per sequence per GPU): vLLM refuses this max_model_len")
+    seqs = min(cache_seqs, a.max_num_seqs)
+    replicas = math.ceil(users / seqs)
+    busiest = math.ceil(users / replicas)
+    waiting = max(0, users - math.ceil(users / cache_seqs) * seqs)
+    return GPUPlan(replicas * tp * pp, tp, replicas, seqs, kv_available_bytes, 0.0, busiest * kv,
+                   replicas * tp * pp, pp, 0.0, cache_seqs, a.max_num_seqs, waiting,
+                   kv_available_bytes - busiest * kv, kv)
+
+
+def sequence_range(plan: GPUPlan, error_bytes: float = MODEL_ERROR_BYTES) -> tuple[int, int]:
+    """The sequences one replica's cache holds if the subtracted terms are off by ``error_bytes`` per GPU either
+    way (before ``max_num_seqs``)."""
+    kv = plan.kv_bytes_per_sequence_per_gpu
+    if kv <= 0:
+        return plan.cache_sequences_per_replica, plan.cache_sequences_per_replica
+    room = plan.spare_bytes_per_gpu + plan.kv_bytes_per_gpu
+    return max(0, int((room - error_bytes) // kv)), int((room + error_bytes) // kv)
+
+
+def fit_verdict(plan: GPUPlan, error_bytes: float = MODEL_ERROR_BYTES) -> str:
+    """One line on how sure the plan is: the room it leaves on the busiest GPU against the model's error per GPU
+    (:data:`MODEL_ERROR_BYTES`): "fits with X GiB to spare" when the spare room exceeds the error, "...: within
+    the model's error" when it does not (vLLM may hold fewer sequences, or refuse), with the range of sequences
+    per replica the error allows."""
+    spare = plan.spare_bytes_per_gpu
+    lo, hi = sequence_range(plan, error_bytes)
+    text = f"fits with {spare / GiB:,.2f} GiB to spare per GPU"
+    if spare < error_bytes:
+        text += ": within the model's error"
+    if lo != hi:
+        text += (f"; the cache holds {lo:,} to {hi:,} sequences per replica within"
+                 f" {error_bytes / GiB:.2f} GiB per GPU")
+    return text
