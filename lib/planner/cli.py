@@ -40,12 +40,14 @@ from .flops import forward_flops, model_crossover_length
 from .gpus import gpu
 from .quant import Quantisation, checkpoint_bytes, for_dtype, read_quantisation
 from .serving import (
-    VLLM_VERSION,
+    MODEL_ERROR_BYTES,
+    VLLM_BANDS,
     GPUPlan,
     ServingAssumptions,
     activation_peak_bytes,
     engine_activation_peak_bytes,
     engine_plan,
+    fit_verdict,
     plan_gpus,
     serving_plan,
 )
@@ -107,12 +109,14 @@ JSON_KEYS: dict[str, str] = {
                        " longest input), self_attention_bytes_per_generated_token,"
                        " cross_attention_bytes_per_source_token, cross_attention_bytes_per_request (included in"
                        " state_bytes_per_sequence)",
-    "serving": "engine settings (vllm_version, gpu_memory_utilization, max_num_batched_tokens, max_num_seqs,"
-               " non_torch_bytes, overhead_bytes), activation_peak_bytes, assumptions (list of strings), and the plans"
-               " tensor_parallel and tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas,"
-               " sequences_per_replica, usable_bytes_per_gpu, weight_bytes_per_gpu, kv_bytes_per_gpu,"
-               " overhead_bytes_per_gpu, naive_gpus), naive_gpus; for a model read by transformers the plans use its"
-               " per-layer description (lib.planner.serving.engine_plan)",
+    "serving": "engine settings (vllm_version: the release band, gpu_memory_utilization, max_num_batched_tokens,"
+               " max_num_seqs, non_torch_bytes: the tensor-parallel plan's, overhead_bytes), activation_peak_bytes,"
+               " model_error_bytes, verdict, assumptions (list of strings), and the plans tensor_parallel and"
+               " tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas, sequences_per_replica (at most"
+               " max_num_seqs), cache_sequences_per_replica, max_num_seqs, waiting_users, usable_bytes_per_gpu,"
+               " weight_bytes_per_gpu, kv_bytes_per_gpu, overhead_bytes_per_gpu, spare_bytes_per_gpu,"
+               " kv_bytes_per_sequence_per_gpu, naive_gpus), naive_gpus; for a model read by transformers the plans"
+               " use its per-layer description (lib.planner.serving.engine_plan)",
     "speed": "time and throughput of the plan on the --gpu preset's data-sheet roofline with assumed efficiencies"
              " (lib.planner.speed; keys: lib.planner.speed.SPEED_KEYS): prefill_seconds, decode_seconds_per_token,"
              " tokens_per_second_per_user, tokens_per_second_per_gpu, with --tokens-per-second-per-user or"
@@ -372,7 +376,8 @@ def engine_report(
                                    kv_dtype=kv_dtype, assumptions=engine, overhead_bytes=overhead_bytes,
                                    max_tp=max_tp, max_pp=pp, stored=stored),
             engine, overhead_bytes, max_pp,
-            engine_activation_peak_bytes(em, engine.max_num_batched_tokens, engine.max_num_seqs, base),
+            engine_activation_peak_bytes(em, engine.max_num_batched_tokens, engine.max_num_seqs, base,
+                                         band=engine.band, max_model_len=engine.max_model_len or context),
             gpu_notes + (["activation peak estimated from the widest block of any layer (its active parameters"
                           " over d_model: the outputs per token of its matrices)"] if overhead_bytes is None else [])
             + (["recurrent state split over a tensor-parallel group like the heads it belongs to; tensor-parallel"
@@ -468,7 +473,8 @@ def report(
         "crossover_context": model_crossover_length(cfg),
         "encoder_decoder": None,
         "serving": _serving(plan, engine, overhead_bytes, max_pp,
-                            activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs, base),
+                            activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs, base,
+                                                  band=engine.band, max_model_len=engine.max_model_len or context),
                             gpu_notes + ([f"hand-written reader: {q.description}; the scales of every matrix counted"
                                           " at the rate of a d_model x d_model matrix"] if q else [])),
     }
@@ -486,15 +492,26 @@ def _serving(plan, engine: ServingAssumptions, overhead_bytes: float | None, max
     serving_notes = engine.describe() if overhead_bytes is None else [
         f"gpu_memory_utilization {engine.gpu_memory_utilization}; a fixed overhead of"
         f" {overhead_bytes / GiB:.2f} GiB per GPU (given) replaces the activation and non-torch estimates"]
+    tp_plan = plans["tensor_parallel"]
+    verdict = fit_verdict(GPUPlan(**tp_plan)) if overhead_bytes is None else None
+    limits = []
+    if tp_plan["max_num_seqs"] is not None and tp_plan["cache_sequences_per_replica"] > tp_plan["max_num_seqs"]:
+        limits.append(f"one replica's cache holds {tp_plan['cache_sequences_per_replica']:,} sequences but vLLM runs"
+                      f" at most max_num_seqs = {tp_plan['max_num_seqs']:,} at once: the plan counts"
+                      f" {tp_plan['max_num_seqs']:,} per replica"
+                      + (f"; on the fewer replicas the cache alone would call for, {tp_plan['waiting_users']:,}"
+                         " users would wait" if tp_plan["waiting_users"] else ""))
     return {
-        "vllm_version": VLLM_VERSION,
+        "vllm_version": VLLM_BANDS[engine.band],
         "gpu_memory_utilization": engine.gpu_memory_utilization,
         "max_num_batched_tokens": engine.max_num_batched_tokens,
         "max_num_seqs": engine.max_num_seqs,
-        "non_torch_bytes": engine.non_torch_bytes,
+        "non_torch_bytes": engine.non_torch(tp_plan["tp_degree"] * tp_plan["pp_degree"]),
         "overhead_bytes": overhead_bytes,
         "activation_peak_bytes": _whole(activation),
-        "assumptions": notes + serving_notes,
+        "model_error_bytes": MODEL_ERROR_BYTES if overhead_bytes is None else None,
+        "verdict": verdict,
+        "assumptions": notes + serving_notes + limits + ([f"verdict: {verdict}"] if verdict else []),
         "naive_gpus": plans["tensor_parallel"]["naive_gpus"],
         **plans,
     }

@@ -7,15 +7,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..constants import GB
+from ..constants import GB, GiB
 from .cli import SCHEMA_VERSION, engine_report, read_model, report
 from .config import SUPPORTED_MODEL_TYPES, ConfigError, model_name
 from .gpus import ALIASES, GPUS, gpu
 from .quant import read_quantisation
-from .serving import VLLM_VERSION, ServingAssumptions
+from .serving import VLLM_VERSION, ServingAssumptions, fit_verdict, kv_available_plan, vllm_band
 from .speed import speed_text
 from .text import format_report
 from .train_cli import TrainingInputError, add_train_arguments, training_report, training_text
@@ -91,7 +92,17 @@ def _parser() -> argparse.ArgumentParser:
                          " >= 70 GiB other than an A100, else 256)")
     ap.add_argument("--vllm-entry", choices=("server", "offline"), default="server",
                     help="which vLLM defaults apply: 'vllm serve' (server) or the LLM class (offline)")
-    ap.add_argument("--non-torch", default="1GiB", help="memory outside PyTorch per GPU, with a unit (assumed)")
+    ap.add_argument("--non-torch", default=None,
+                    help="memory outside PyTorch per GPU, with a unit; default: vLLM V1's figure, 0.14 GiB on a"
+                         " replica of one GPU and 0.55 GiB when it spans several")
+    ap.add_argument("--vllm-version", default=None, metavar="VERSION",
+                    help="the vLLM release whose accounting to follow (0.12 or later, 0.10/0.11, v0); default:"
+                         f" {VLLM_VERSION}")
+    ap.add_argument("--block-size", type=_positive_int, default=16, help="vLLM --block-size (tokens per block)")
+    ap.add_argument("--kv-available", default=None, metavar="GIB",
+                    help="plan from the 'Available KV cache memory' a running vLLM printed (per GPU, with a unit;"
+                         " a bare number is GiB) for a replica of --tp x --pp GPUs (the running vLLM's"
+                         " degrees), instead of estimating it")
     ap.add_argument("--overhead", default=None,
                     help="a fixed overhead per GPU with a unit, replacing the activation and non-torch estimates")
     ap.add_argument("--max-tp", type=_positive_int, default=64, help="largest tensor-parallel degree tried")
@@ -127,8 +138,10 @@ def main(argv: list[str] | None = None) -> int:
         cfg, em, notes = read_model(args.config, assume_family=args.assume_family, cache=True)
         memory = parse_bytes(args.gpu_memory) if args.gpu_memory is not None else None
         name = None if memory is not None else gpu(args.gpu).name
-        settings: dict[str, Any] = {"gpu_memory_utilization": args.utilization,
-                                    "non_torch_bytes": parse_bytes(args.non_torch, allow_zero=True)}
+        settings: dict[str, Any] = {"gpu_memory_utilization": args.utilization, "block_size": args.block_size,
+                                    "vllm_version": vllm_band(args.vllm_version)}
+        if args.non_torch is not None:
+            settings["non_torch_bytes"] = parse_bytes(args.non_torch, allow_zero=True)
         if args.max_num_batched_tokens is not None:
             settings["max_num_batched_tokens"] = args.max_num_batched_tokens
         if args.max_num_seqs is not None:
@@ -152,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
                               users=args.users, gpu_memory_bytes=memory, gpu_name=name, dtype=args.dtype,
                               kv_dtype=args.kv_dtype, engine=engine, notes=notes, overhead_bytes=overhead,
                               max_tp=args.max_tp, max_pp=args.max_pp, speed=speed)
+        if args.kv_available is not None:
+            _from_kv_available(r, cfg if cfg is not None else em, args, engine)
         if args.train:
             r["training"] = training_report(json.loads(Path(args.config).read_text(encoding="utf-8")), args)
     except TrainingInputError as err:
@@ -170,6 +185,24 @@ def main(argv: list[str] | None = None) -> int:
         text += "\n" + training_text(r["training"]) + "\n" + training_fit(r)
     sys.stdout.write(text + "\n")
     return 0
+
+
+def _from_kv_available(r: dict[str, Any], model: Any, args: argparse.Namespace, engine: ServingAssumptions) -> None:
+    """``--kv-available``: the plan from the KV memory a running vLLM printed (JSON ``serving.from_kv_available``,
+    and a note), exact where the estimate of weights, activations and non-torch memory is not."""
+    text = args.kv_available.strip()
+    kv = parse_bytes(text + "GiB" if text.replace(".", "", 1).isdigit() else text)
+    w = r["workload"]
+    plan = kv_available_plan(model, kv, users=w["users"], context=w["context"], tp=args.tp, pp=args.pp,
+                             kv_dtype=w["kv_dtype"], assumptions=engine)
+    verdict = fit_verdict(plan, 0.005 * GiB)  # the log prints the figure to 0.01 GiB
+    r["serving"]["from_kv_available"] = {**asdict(plan), "verdict": verdict}
+    cap = (f" (its cache holds {plan.cache_sequences_per_replica:,}; vLLM runs at most max_num_seqs ="
+           f" {plan.max_num_seqs:,} at once)" if plan.cache_sequences_per_replica > plan.sequences_per_replica else "")
+    r["notes"].append(
+        f"from the KV memory vLLM printed ({kv / GiB:,.2f} GiB per GPU, tensor-parallel {args.tp} x pipeline"
+        f" {args.pp}): {plan.sequences_per_replica:,} sequences of {w['context']:,} tokens per replica{cap};"
+        f" {plan.replicas:,} replica(s) = {plan.gpus:,} GPU(s) for {w['users']:,} users; {verdict}")
 
 
 def _one_line(err: BaseException) -> str:
