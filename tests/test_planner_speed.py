@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from lib.planner import speed as sp
-from lib.planner.cli import read_model, report
+from lib.planner.cli import engine_report, read_model, report
+from lib.planner.config import model_name
 from lib.planner.gpus import GPUS, ROOFLINES, roofline
 
+ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures"
 LLAMA = FIXTURES / "Llama-2-7b-hf.config.json"
 MIXTRAL = FIXTURES / "Mixtral-8x7B-v0.1.config.json"
@@ -118,6 +122,92 @@ def test_efficiencies_are_checked() -> None:
         sp.Efficiency(prefill=1.5)
     with pytest.raises(ValueError, match="allreduce"):
         sp.Efficiency(allreduce_seconds=-1)
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "lib.sizing", *args], capture_output=True, text=True, cwd=ROOT,
+                          timeout=120)
+
+
+def test_command_line_reports_time_and_throughput() -> None:
+    out = run(str(LLAMA), "--users", "64", "--context", "4096", "--gpu", "H100")
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "time and throughput on H100-80GB (roofline x assumed efficiencies; requests of 3,840 prompt + 256" in text
+    assert "tokens/s per user;" in text and "output tokens/s per GPU" in text and "per request (about its time" in text
+    assert "speed assumption: efficiencies assumed: prefill 80%" in text
+
+
+def test_json_speed_object(capsys: pytest.CaptureFixture[str]) -> None:
+    from lib.sizing import main
+
+    args = [str(LLAMA), "--users", "64", "--context", "4096", "--gpu", "H100", "--input-tokens", "2000",
+            "--output-tokens", "500", "--tokens-per-second-per-user", "40", "--gpu-hour-price", "2.5", "--json"]
+    assert main(args) == 0
+    r = json.loads(capsys.readouterr().out)
+    s = r["speed"]
+    assert r["schema_version"] == 3  # keys added, none changed
+    assert set(s) == set(sp.SPEED_KEYS) and set(s) <= set(sp.SPEED_KEYS)
+    assert s["input_tokens"] == 2000 and s["output_tokens"] == 500
+    assert s["tokens_per_second_per_user"] == pytest.approx(1 / s["seconds_per_output_token"])
+    assert s["efficiency"] == {"prefill": 0.8, "decode_bandwidth": 0.6, "decode_compute": 0.4, "moe": 0.4,
+                               "allreduce_seconds": 1e-05}
+    t = s["gpus_for_target"]
+    assert t["tokens_per_second_per_user"] >= 40 and t["gpus"] == t["replicas"] * t["tp_degree"]
+    assert t["replicas"] * t["sequences_per_replica"] >= 64
+    # cost per million output tokens: price x GPUs / (tokens per second x 3600) x 10**6, for the target's layout
+    assert s["cost_per_million_tokens"] == pytest.approx(2.5 * t["gpus"] / (t["tokens_per_second"] * 3600) * 1e6)
+    # the same figures as the library gives
+    cfg, _, _ = read_model(LLAMA)
+    want = report(cfg, context=4096, users=64, gpu_name="H100-80GB", speed=dict(
+        input_tokens=2000, output_tokens=500, tokens_per_second_per_user=40, gpu_hour_price=2.5))["speed"]
+    assert s == json.loads(json.dumps(want))
+
+
+def test_faster_users_need_more_gpus() -> None:
+    cfg, _, raw = read_model(LLAMA)
+    gpus = []
+    for target in (10, 30, 60, 90):
+        r = report(cfg, context=4096, users=256, gpu_name="H100-80GB", speed={"tokens_per_second_per_user": target})
+        gpus.append(r["speed"]["gpus_for_target"]["gpus"])
+    assert gpus == sorted(gpus) and gpus[0] < gpus[-1]
+    r = report(cfg, context=4096, users=8, gpu_name="H100-80GB", speed={"tokens_per_second_per_user": 1e6})
+    assert r["speed"]["gpus_for_target"]["gpus"] is None and "no tensor-parallel layout" in \
+        r["speed"]["gpus_for_target"]["reason"]
+    r = report(cfg, context=4096, users=8, gpu_name="H100-80GB", speed={"tokens_per_second": 20000})
+    t = r["speed"]["gpus_for_target"]
+    assert t["tokens_per_second"] >= 20000
+
+
+def test_refusals_are_one_line() -> None:
+    out = run(str(LLAMA), "--context", "1024", "--input-tokens", "1000", "--output-tokens", "100")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "exceed --context 1024" in out.stderr
+    out = run(str(LLAMA), "--gpu-memory", "80GB")
+    assert out.returncode == 0 and "time and throughput: not computed (give a --gpu preset" in out.stdout
+    out = run(str(LLAMA), "--gpu-hour-price", "-1")
+    assert out.returncode == 2 and "must be positive" in out.stderr
+
+
+@pytest.mark.parametrize("name", ["Llama-2-7b-hf", "Mixtral-8x7B-v0.1", "DeepSeek-V3", "gemma-2-9b",
+                                  "Qwen3.5-4B", "granite-4.0-h-tiny", "encoder_decoder/whisper-small"])
+def test_every_kind_of_model_gets_an_answer(name: str) -> None:
+    """Hand-read and engine-read models alike: dense, mixture of experts, latent attention, sliding windows,
+    hybrids with recurrent layers, an encoder-decoder."""
+    path = FIXTURES / f"{name}.config.json"
+    cfg, em, _ = read_model(path, cache=True)
+    raw = json.loads(path.read_text())
+    if cfg is not None:
+        r = report(cfg, context=4096, users=8, gpu_name="H100-80GB")
+    else:
+        r = engine_report(em, raw, name=model_name(path, raw), context=4096, users=8, gpu_name="H100-80GB")
+    s = r["speed"]
+    assert s["prefill_seconds"] > 0 and s["decode_seconds_per_token"] > 0 and s["tokens_per_second_per_gpu"] > 0
+    m = sp.describe(r, cfg if cfg is not None else em, raw)
+    # a decode step reads at least the weights one token uses, at most all of them, plus the caches
+    step = sp.decode_step_seconds(m, 1, 3840, 256, H100)
+    active_bytes = r["weights_bytes"] * r["parameters"]["active_per_token"] / r["parameters"]["total"]
+    assert step["bytes"] >= 0.5 * active_bytes
+    assert step["bytes"] <= r["weights_bytes"] + r["kv_bytes_per_sequence"] + r["state_bytes_per_sequence"]
 
 
 # ---------------------------------------------------------------------------------------------------------------

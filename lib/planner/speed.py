@@ -108,6 +108,7 @@ class SpeedModel:
     n_layers: int
     compute_dtype: str  #: "bf16", "fp8" or "fp4": which matrix peak applies
     notes: tuple[str, ...] = ()
+    encoder_flops: float = 0.0  #: an encoder-decoder's encoder pass over one request's source, in its prefill
 
     @property
     def is_moe(self) -> bool:
@@ -190,11 +191,20 @@ def describe(r: dict[str, Any], model: Any, raw: dict[str, Any] | None = None) -
         notes.append("bytes per weight averaged over the model for the experts' share (quantised experts beside"
                      " 16-bit attention make this approximate)")
     dense = weight_bytes - sum(e * b for e, _, b in moe)
+    encoder_flops = 0.0
+    ed = r.get("encoder_decoder")
+    if ed:  # the encoder runs once per request (its prefill), not at each decode step
+        dense -= ed["encoder_params"] * per_param
+        encoder_flops = 2.0 * ed["encoder_params"] * ed["source_tokens"]
+        notes.append(f"encoder-decoder: the encoder's pass over {ed['source_tokens']:,} source positions counted in"
+                     " the prefill as 2 FLOPs per encoder parameter per position (its attention left out); decode"
+                     " steps read the decoder's weights only")
     return SpeedModel(weight_bytes=weight_bytes, dense_bytes=max(dense, 0.0), moe=tuple(moe),
                       linear_flops=float(f["projections"] + f["ffn"]), head_flops=float(f["lm_head"]),
                       attention=attention, kv=kv, state_bytes=float(r.get("state_bytes_per_sequence") or 0),
                       d_model=d_model, n_layers=n_layers,
-                      compute_dtype=_compute_dtype(w["dtype"], r.get("quantisation")), notes=tuple(notes))
+                      compute_dtype=_compute_dtype(w["dtype"], r.get("quantisation")), notes=tuple(notes),
+                      encoder_flops=encoder_flops)
 
 
 def _weights_read(m: SpeedModel, tokens: float) -> float:
@@ -223,8 +233,10 @@ def _eff(m: SpeedModel, eff: Efficiency, value: float) -> float:
 
 
 def prefill_flops(m: SpeedModel, n: int) -> float:
-    """Matrix FLOPs of a prompt of ``n`` tokens (causal attention; the output head for the last token only)."""
-    return n * m.linear_flops + m.head_flops + sum(a * keys_sum(n, win) for a, win in m.attention)
+    """Matrix FLOPs of a prompt of ``n`` tokens (causal attention; the output head for the last token only; an
+    encoder-decoder's encoder pass over its source)."""
+    return (n * m.linear_flops + m.head_flops + sum(a * keys_sum(n, win) for a, win in m.attention)
+            + m.encoder_flops)
 
 
 def prefill_seconds(m: SpeedModel, n: int, card: Roofline, tp: int = 1, eff: Efficiency = DEFAULT_EFFICIENCY,
