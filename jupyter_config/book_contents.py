@@ -288,14 +288,16 @@ def _has_widget(outputs: list) -> bool:
 def keep_static_figures(nb: dict, stored: dict) -> int:
     """A code cell whose outputs hold a live widget (``explore``'s slider run in JupyterLab) gets back the
     outputs the file stored (the panel grid and the frames the HTML's slider shows), provided its code is the
-    stored code; the notebook's saved widget state goes too. In place; returns the number of cells kept."""
+    stored code and the file stored outputs for it; the notebook's saved widget state goes too. In place;
+    returns the number of cells kept."""
     old = {c.get("id"): c for c in stored.get("cells", []) if c.get("cell_type") == "code" and c.get("id")}
     kept = 0
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "code" or not _has_widget(cell.get("outputs")):
             continue
         before = old.get(cell.get("id"))
-        if before is not None and _source(before) == _source(cell) and not _has_widget(before.get("outputs")):
+        if (before is not None and _source(before) == _source(cell) and before.get("outputs")
+                and not _has_widget(before.get("outputs"))):
             cell["outputs"] = before.get("outputs", [])
             kept += 1
     if kept and not any(_has_widget(c.get("outputs")) for c in nb.get("cells", [])):
