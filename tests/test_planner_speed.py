@@ -290,3 +290,79 @@ def test_accuracy_rows_carry_their_assumptions(rows: list[dict]) -> None:
         if r["predicted"] is not None:
             assert math.isclose(r["error"], r["predicted"] / r["measured"] - 1)
             assert "in /" in r["assumed"] and "weights" in r["assumed"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The in-page calculator (lib/planner/web/planner.js) gives the same figures
+
+NODE_RUNNER = """
+const planner = require(process.argv[1]);
+const input = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const P = planner(input.bytes_per_dtype);
+const out = input.cases.map((k) => {
+  const m = P.speedModel(input.speed.models[k.model], k.dtype, k.kv_dtype);
+  const [nIn, nOut] = P.requestTokens(k.context, k.n_in, k.n_out);
+  const s = P.serve(m, input.speed.cards[k.card], input.speed.efficiency, k.tp, k.batch, nIn, nOut);
+  return [nIn, nOut, s.prefillSeconds, s.decodeStepSeconds, s.secondsPerOutputToken, s.tokensPerSecondPerUser,
+          s.tokensPerSecondPerReplica, s.bound];
+});
+process.stdout.write(JSON.stringify(out));
+"""
+
+#: dense, mixture of experts, latent attention, sliding windows, a hybrid only transformers reads, sinks + experts
+WEB_PRESETS = ["Llama-2-7b-hf", "Mixtral-8x7B-v0.1", "DeepSeek-V2-Lite", "gemma-2-9b", "Qwen3.5-4B", "gpt-oss-20b"]
+
+
+def test_planner_js_speed_equals_python() -> None:
+    import shutil
+
+    from lib.constants import BYTES_PER_DTYPE
+
+    node = shutil.which("node")
+    if node is None:
+        pytest.fail("node is not installed: `bash tools/setup.sh --test` installs it", pytrace=False)
+    models, reads = {}, {}
+    for name in WEB_PRESETS:
+        path = FIXTURES / f"{name}.config.json"
+        cfg, em, _ = read_model(path, cache=True)
+        models[name] = cfg if cfg is not None else em
+        reads[name] = (cfg, em, json.loads(path.read_text()))
+    data = {"bytes_per_dtype": BYTES_PER_DTYPE, "speed": sp.web_data(models)}
+    cases, want = [], []
+    settings = [("H100-80GB", "bf16", "bf16", 1, 1, 0, 0, 4096), ("H100-80GB", "bf16", "fp8", 2, 64, 3000, 500, 4096),
+                ("MI300X", "fp16", "fp16", 1, 300, 0, 1000, 8192), ("A100-80GB", "fp8", "fp8", 4, 16, 100, 0, 2048),
+                ("L4", "bf16", "bf16", 1, 3, 0, 0, 1024)]
+    for name in WEB_PRESETS:
+        cfg, em, raw = reads[name]
+        for card, dtype, kv, tp, batch, n_in, n_out, context in settings:
+            cases.append({"model": name, "card": card, "dtype": dtype, "kv_dtype": kv, "tp": tp, "batch": batch,
+                          "n_in": n_in, "n_out": n_out, "context": context})
+            kw = dict(context=context, gpu_memory_bytes=10**12, dtype="bf16" if dtype == "fp8" else dtype, kv_dtype=kv)
+            r = report(cfg, **kw) if cfg is not None else engine_report(em, raw, **kw)
+            if dtype == "fp8":  # the page counts every parameter at the dtype: the same here
+                r["weights_bytes"] = r["parameters"]["total"]
+                r["workload"]["dtype"] = "fp8"
+            m = sp.describe(r, cfg if cfg is not None else em, raw)
+            if dtype == "fp8":
+                assert m.compute_dtype == "fp8"
+            ctx = r["workload"]["context"]
+            out = n_out or (max(1, ctx - n_in) if n_in else max(1, min(256, ctx // 2)))
+            inp = n_in or max(1, ctx - out)
+            s = sp.serve(m, ROOFLINES[card], tp=tp, batch=batch, n_in=inp, n_out=out)
+            want.append([inp, out, s["prefill_seconds"], s["decode_step_seconds"], s["seconds_per_output_token"],
+                         s["tokens_per_second_per_user"], s["tokens_per_second_per_replica"], s["bound"]])
+    got = json.loads(subprocess.run([node, "-e", NODE_RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
+                                    input=json.dumps({**data, "cases": cases}), capture_output=True, text=True,
+                                    timeout=60, check=True).stdout)
+    assert len(got) == len(want) == len(WEB_PRESETS) * len(settings)
+    for case, g, w in zip(cases, got, want, strict=True):
+        assert g[:2] == w[:2] and g[7] == w[7], case
+        assert g[2:7] == pytest.approx(w[2:7], rel=1e-9), case
+
+
+def test_planner_html_carries_the_speed_data() -> None:
+    from lib.planner.cli import planner_html
+
+    cfg, _, _ = read_model(LLAMA)
+    html = planner_html({"Llama-2-7b-hf": cfg})
+    assert "&quot;speed&quot;: {&quot;models&quot;" in html and "&quot;efficiency&quot;" in html

@@ -542,7 +542,9 @@ def _whole(b: float) -> int:
 def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_id: str = "planner-app") -> str:
     """HTML for the in-page calculator: a ``<div>`` carrying the presets' normalised descriptions
     (:func:`normalised`, built here at book-build time: a model only transformers knows is read by the engine
-    then) and ``BYTES_PER_DTYPE`` as JSON, then ``lib/planner/web/planner.js`` inline (no kernel, no network).
+    then), ``BYTES_PER_DTYPE`` and the speed data (:func:`lib.planner.speed.web_data`: each preset's roofline
+    description, the cards, the efficiencies) as JSON, then ``lib/planner/web/planner.js`` inline (no kernel, no
+    network).
     tests/test_planner_node.py checks the script against :mod:`lib.sizing` under Node, tests/browser/test_planner.py
     in Chromium."""
     if not presets:
@@ -552,7 +554,10 @@ def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_
     script = (Path(__file__).parent / "web" / "planner.js").read_text(encoding="utf-8")
     if "</script" in script.lower():
         raise ValueError("planner.js must not contain '</script'")
-    data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: normalised(c, name) for name, c in presets.items()}}
+    from .speed import web_data
+
+    data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: normalised(c, name) for name, c in presets.items()},
+            "speed": web_data(presets)}
     style = (
         f"<style>#{element_id} form{{display:grid;grid-template-columns:repeat(auto-fill,minmax(17em,1fr));"
         f"gap:.3em 1.2em;margin-bottom:.8em}}#{element_id} label{{display:flex;justify-content:space-between;"

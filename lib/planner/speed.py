@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import statistics
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -46,7 +47,7 @@ from .units import as_count, bytes_per_element
 
 __all__ = ["Efficiency", "DEFAULT_EFFICIENCY", "SpeedModel", "describe", "keys_sum", "prefill_seconds",
            "decode_step_seconds", "serve", "speed_section", "speed_text", "accuracy_rows", "accuracy_summary",
-           "SPEED_KEYS"]
+           "SPEED_KEYS", "web_description", "web_data", "engine_experts"]
 
 FIXTURES = Path(__file__).resolve().parents[2] / "tests" / "fixtures"
 
@@ -138,6 +139,42 @@ def _raw_int(raw: dict[str, Any], keys: tuple[str, ...]) -> int | None:
     return None
 
 
+_EXPERT_INDEX = re.compile(r"(?:^|\.)experts\.(\d+)\.")
+_FUSED_EXPERTS = re.compile(r"(?:^|\.)experts\.[^.]+$")
+
+
+def engine_experts(em: Any) -> list[tuple[int, int, float]]:
+    """Per mixture-of-experts layer of an engine-read model: (routed experts E, experts per token k, parameters of
+    one expert), from its tensors (``experts.<i>.`` modules, or fused 3-D expert tensors whose first dimension is
+    E) and the layer's active count (one token uses k of the E experts). Empty for a model without routed
+    experts or whose experts are not found that way."""
+    per_layer: dict[int, dict[str, Any]] = {}
+    for name, shape, _, where in em.tensors:
+        if where < 0 or "shared_expert" in name:
+            continue
+        n = math.prod(shape)
+        m = _EXPERT_INDEX.search(name)
+        if m:
+            d = per_layer.setdefault(where, {"ids": set(), "params": 0, "fused": None})
+            d["ids"].add(int(m.group(1)))
+            d["params"] += n
+        elif len(shape) == 3 and _FUSED_EXPERTS.search(name):
+            d = per_layer.setdefault(where, {"ids": set(), "params": 0, "fused": None})
+            d["fused"] = shape[0]
+            d["params"] += n
+    out = []
+    for i, d in sorted(per_layer.items()):
+        e = d["fused"] or len(d["ids"])
+        la = em.layers[i]
+        if e < 2 or la.params <= la.active:
+            continue
+        expert = d["params"] / e
+        k = round(e - (la.params - la.active) / expert)
+        if 0 < k < e:
+            out.append((e, k, expert))
+    return out
+
+
 def _compute_dtype(dtype: str, quantisation: str | None) -> str:
     q = (quantisation or "").lower()
     if "fp4" in q:
@@ -168,12 +205,15 @@ def describe(r: dict[str, Any], model: Any, raw: dict[str, Any] | None = None) -
         attention = tuple((2.0 * la.score_width, la.window) for la in model.layers if la.score_width)
         kv = tuple((la.kv_per_token * p_kv, la.window) for la in model.layers if la.kv_per_token)
         n_layers, d_model = len(model.layers), model.d_model
-        routed = [la for la in model.layers if la.params > la.active]
-        if routed:
+        found = engine_experts(model)
+        if found:
+            moe = [(e, k, n * per_param) for e, k, n in found]
+        elif any(la.params > la.active for la in model.layers):
             e, k = _raw_int(raw or {}, _EXPERTS), _raw_int(raw or {}, _TOP_K)
             if e and k and e > k:
-                for la in routed:
-                    moe.append((e, k, (la.params - la.active) / (e - k) * per_param))
+                for la in model.layers:
+                    if la.params > la.active:
+                        moe.append((e, k, (la.params - la.active) / (e - k) * per_param))
             else:
                 notes.append("expert count not read from the config: every expert counted as read each step")
     else:
@@ -502,6 +542,45 @@ def _ms(seconds: float) -> str:
 
 def card_name(name: str) -> str:
     return name if name in ROOFLINES else gpu(name).name
+
+
+def web_description(model: Any) -> dict[str, Any]:
+    """What the in-page calculator needs of a model for :func:`serve`, independent of dtypes (``web/planner.js``
+    multiplies by the bytes per element): ``total_params``, ``linear_flops`` and ``head_flops`` per token,
+    ``attention`` ([FLOPs per cached key, window] per layer), ``kv_elements`` ([elements per token, window] per
+    caching layer), ``state_elements`` (per sequence, as vLLM holds it), ``moe`` ([E, k, parameters of one expert]
+    per layer), ``encoder_params`` and ``source_tokens`` (an encoder-decoder), ``d_model``, ``n_layers``."""
+    from . import engine as eng_mod
+    from .cache import kv_elements_per_token_layer
+    from .counts import _ffn_params, parameter_count
+    from .flops import forward_flops
+
+    if isinstance(model, eng_mod.EngineModel):
+        f = eng_mod.forward_flops(model, 1)
+        return {"total_params": model.total, "linear_flops": f["projections"] + f["ffn"], "head_flops": f["lm_head"],
+                "attention": [[2 * la.score_width, la.window] for la in model.layers if la.score_width],
+                "kv_elements": [[la.kv_per_token, la.window] for la in model.layers if la.kv_per_token],
+                "state_elements": sum(la.state - la.conv_channels for la in model.layers),
+                "moe": [list(x) for x in engine_experts(model)], "encoder_params": model.encoder_params,
+                "source_tokens": model.source_tokens, "d_model": model.d_model, "n_layers": len(model.layers)}
+    cfg = model
+    f = forward_flops(cfg, 1)
+    a = forward_flops(cfg, 1, include_lm_head=False).attention / cfg.n_layers
+    moe = [[cfg.n_routed_experts, cfg.n_experts_per_tok, _ffn_params(cfg, cfg.moe_d_ff)]
+           for i in range(cfg.n_layers) if cfg.is_moe_layer(i)]
+    return {"total_params": parameter_count(cfg).total, "linear_flops": f.projections + f.ffn, "head_flops": f.lm_head,
+            "attention": [[a, w] for w in cfg.windows],
+            "kv_elements": [[kv_elements_per_token_layer(cfg), w] for w in cfg.windows], "state_elements": 0,
+            "moe": moe, "encoder_params": 0, "source_tokens": 0, "d_model": cfg.d_model, "n_layers": cfg.n_layers}
+
+
+def web_data(presets: dict[str, Any]) -> dict[str, Any]:
+    """The in-page calculator's speed data: each preset's :func:`web_description`, every card's roofline
+    (bandwidth, dense peaks per dtype, link bandwidth, achievable share) and the default :class:`Efficiency`."""
+    return {"models": {name: web_description(m) for name, m in presets.items()},
+            "cards": {name: {"bandwidth": c.bandwidth, "peak_flops": c.peak_flops, "link_bandwidth": c.link_bandwidth,
+                             "achievable": c.achievable} for name, c in ROOFLINES.items()},
+            "efficiency": asdict(DEFAULT_EFFICIENCY)}
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -337,10 +337,88 @@
       }
       return out;
     }
+
+    // ---- time and throughput (lib.planner.speed), on speed.web_description's dtype-free description ----
+    // lib.planner.speed.describe for unquantised weights (every parameter at dtype; fp8 multiplies at the fp8 peak)
+    function speedModel(s, dtype, kvDtype) {
+      const p = bytesPerElement(dtype), pkv = bytesPerElement(kvDtype);
+      const weightBytes = s.total_params * p;
+      const moe = s.moe.map(([e, k, n]) => [e, k, n * p]);
+      let dense = weightBytes - moe.reduce((a, [e, , b]) => a + e * b, 0) - s.encoder_params * p;
+      return { weightBytes: weightBytes, denseBytes: Math.max(dense, 0), moe: moe, linearFlops: s.linear_flops,
+        headFlops: s.head_flops, attention: s.attention, kv: s.kv_elements.map(([n, w]) => [n * pkv, w]),
+        stateBytes: s.state_elements * pkv, dModel: s.d_model, nLayers: s.n_layers,
+        computeDtype: dtype === "fp8" ? "fp8" : "bf16", encoderFlops: 2 * s.encoder_params * s.source_tokens };
+    }
+    // lib.planner.speed.keys_sum: keys attended by n causal tokens of a layer with window w
+    function keysSum(n, w) {
+      if (n <= 0) return 0;
+      if (!w || n <= w) return n * (n + 1) / 2;
+      return w * (w + 1) / 2 + (n - w) * w;
+    }
+    // lib.planner.gpus.Roofline.peak x achievable
+    function cardPeak(card, d) {
+      const order = d === "fp4" ? ["fp4", "bf16"] : d === "fp8" ? ["fp8", "bf16"] : ["bf16"];
+      for (const k of order) if (k in card.peak_flops) return card.peak_flops[k] * card.achievable;
+      throw new Error("no matrix peak for " + d);
+    }
+    const moeFactor = (m, eff, v) => v * (m.moe.length ? eff.moe : 1);
+    function weightsRead(m, tokens) {
+      return m.denseBytes + m.moe.reduce((a, [e, k, b]) => a + e * (1 - (1 - k / e) ** tokens) * b, 0);
+    }
+    function comm(m, tp, tokens, link, eff) {
+      if (tp <= 1) return 0;
+      return 2 * m.nLayers * (eff.allreduce_seconds + 2 * (tp - 1) / tp * tokens * m.dModel * 2 / link);
+    }
+    function prefillFlops(m, n) {
+      return n * m.linearFlops + m.headFlops + m.attention.reduce((a, [f, w]) => a + f * keysSum(n, w), 0) +
+        m.encoderFlops;
+    }
+    // lib.planner.speed.prefill_seconds
+    function prefillSeconds(m, n, card, tp, eff, alone) {
+      const compute = prefillFlops(m, n) / (tp * cardPeak(card, m.computeDtype) * moeFactor(m, eff, eff.prefill));
+      if (alone === false) return compute;
+      const memory = weightsRead(m, n) / (tp * card.bandwidth * moeFactor(m, eff, eff.decode_bandwidth));
+      return Math.max(compute, memory) + comm(m, tp, n, card.link_bandwidth, eff);
+    }
+    function meanKeys(nIn, nOut, w) { nOut = Math.max(nOut, 1); return (keysSum(nIn + nOut, w) - keysSum(nIn, w)) / nOut; }
+    // lib.planner.speed.decode_step_seconds
+    function decodeStep(m, batch, nIn, nOut, card, tp, eff) {
+      const flops = batch * (m.linearFlops + m.headFlops +
+        m.attention.reduce((a, [f, w]) => a + f * meanKeys(nIn, nOut, w), 0));
+      const cache = m.kv.reduce((a, [b, w]) => a + b * meanKeys(nIn, nOut, w), 0) + m.stateBytes;
+      const read = weightsRead(m, batch) + batch * cache;
+      const compute = flops / (tp * cardPeak(card, m.computeDtype) * moeFactor(m, eff, eff.decode_compute));
+      const memory = read / (tp * card.bandwidth * moeFactor(m, eff, eff.decode_bandwidth));
+      const c = comm(m, tp, batch, card.link_bandwidth, eff);
+      return { seconds: Math.max(compute, memory) + c, compute: compute, memory: memory, comm: c, flops: flops,
+        bytes: read };
+    }
+    // lib.planner.speed.serve: one replica of tp GPUs serving batch requests of nIn + nOut tokens
+    function serve(m, card, eff, tp, batch, nIn, nOut) {
+      for (const [k, v] of [["batch", batch], ["input tokens", nIn], ["output tokens", nOut], ["tp", tp]]) {
+        if (!Number.isInteger(v) || v < 1) throw new Error(k + " must be a positive whole number");
+      }
+      const prefill = prefillSeconds(m, nIn, card, tp, eff, true);
+      const shared = prefillSeconds(m, nIn, card, tp, eff, false);
+      const step = decodeStep(m, batch, nIn, nOut, card, tp, eff);
+      const perToken = step.seconds + (batch - 1) * shared / nOut;
+      return { prefillSeconds: prefill, decodeStepSeconds: step.seconds, secondsPerOutputToken: perToken,
+        tokensPerSecondPerUser: 1 / perToken, tokensPerSecondPerReplica: batch * nOut / (prefill + nOut * perToken),
+        bound: step.compute >= step.memory ? "compute" : "memory bandwidth" };
+    }
+    // lib.planner.speed.speed_section's default request: [input, output] tokens from the context
+    function requestTokens(context, nIn, nOut) {
+      if (!nOut) nOut = nIn ? Math.max(1, context - nIn) : Math.max(1, Math.min(256, Math.floor(context / 2)));
+      if (!nIn) nIn = Math.max(1, context - nOut);
+      if (nIn + nOut > context) throw new Error("prompt " + nIn + " + generated " + nOut + " tokens exceed the context " + context);
+      return [nIn, nOut];
+    }
+
     return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, cachedTokenLayers, kvBytesPerSequence,
       validTpDegrees, tpLayout, planGpus, windows, engineCache, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
       checkpointedLayers, llamaActivationBytes, llamaPeakBytes, nf4TensorBytes, quantizedBaseBytes, shardStates,
-      loraParameters, trainingPlan };
+      loraParameters, trainingPlan, speedModel, keysSum, prefillSeconds, decodeStep, serve, requestTokens };
   }
 
   const FIELDS = [
@@ -403,6 +481,31 @@
       const tr = el("tr"); tr.appendChild(el("th", {}, label));
       const td = el("td", { id: "planner-out-" + key }); tr.appendChild(td); out.appendChild(tr); cells[key] = td;
     }
+    // time and throughput (ids planner-speed-*): the plan above on a card's data-sheet roofline
+    const speedData = data.speed || null;
+    const sform = el("form", { class: "planner-form" });
+    sform.addEventListener("submit", (ev) => ev.preventDefault());
+    const srow = (label, inp) => { const l = el("label", {}, label + " "); l.appendChild(inp); sform.appendChild(l); };
+    const SOUT = [["prefill", "prefill per request"], ["step", "decode step"], ["token", "time per output token"],
+      ["user", "tokens/s per user"], ["gpu", "output tokens/s per GPU"], ["assumed", "assumed"], ["error", "problem"]];
+    if (speedData) {
+      root.appendChild(el("h4", {}, "Time and throughput (roofline x assumed efficiencies)"));
+      const cards = Object.keys(speedData.cards);
+      const sel = select("speed_card", cards, cards.includes("H100-80GB") ? "H100-80GB" : cards[0]);
+      sel.id = "planner-speed-card"; sel.name = "speed-card"; srow("GPU (data sheet)", sel);
+      srow("prompt tokens (0: context - generated)", el("input", { type: "number", name: "speed-input_tokens",
+        id: "planner-speed-input_tokens", value: 0, step: 1, min: 0 }));
+      srow("generated tokens (0: min(256, context / 2))", el("input", { type: "number", name: "speed-output_tokens",
+        id: "planner-speed-output_tokens", value: 0, step: 1, min: 0 }));
+      root.appendChild(sform);
+      const sout = el("table", { class: "planner-out" });
+      root.appendChild(sout);
+      for (const [key, label] of SOUT) {
+        const tr = el("tr"); tr.appendChild(el("th", {}, label));
+        const td = el("td", { id: "planner-out-speed-" + key }); tr.appendChild(td); sout.appendChild(tr);
+        cells["speed_" + key] = td;
+      }
+    }
     // the training step: a second form and table (ids planner-train-*), the same preset and context
     root.appendChild(el("h4", {}, "One training step (per GPU)"));
     const tform = el("form", { class: "planner-form" });
@@ -455,6 +558,7 @@
       set("kv_total", bytesText(kvTotal) + (k.state ? " (recurrent state included)" : ""), kvTotal);
       set("total", bytesText(weights + kvTotal), weights + kvTotal);
       set("layout", "read by transformers: for its GPU plan run python -m lib.sizing CONFIG");
+      return null;
     }
     function set(key, text, value) {
       cells[key].textContent = text;
@@ -507,14 +611,53 @@
       set("gpus", String(r.plan.gpus), r.plan.gpus);
       set("layout", r.plan.replicas + " replica(s) x tensor-parallel " + r.plan.tpDegree + ", " +
         r.plan.sequencesPerReplica + " sequences per replica", r.plan.tpDegree);
+      const edited = FIELDS.some(([name]) => (c[name] || 0) !== (presets[input("preset").value][name] || 0));
+      return { tp: r.plan.tpDegree, replicas: r.plan.replicas, gpus: r.plan.gpus, edited: edited };
+    }
+    // time and throughput of the plan (a model read by transformers: one replica of one GPU holding every user)
+    function updateSpeed(plan) {
+      if (!speedData) return;
+      try {
+        if (plan && plan.edited) {
+          throw new Error("time and throughput are computed for the preset's own shape: reload the preset");
+        }
+        const desc = speedData.models[input("preset").value];
+        const card = speedData.cards[sform.querySelector("[name=speed-card]").value];
+        const context = Number(input("context").value), users = Number(input("users").value);
+        const nums = ["input_tokens", "output_tokens"].map((k) => Number(sform.querySelector("[name=speed-" + k + "]").value));
+        for (const v of nums) if (!Number.isInteger(v) || v < 0) throw new Error("tokens must be whole numbers");
+        const [nIn, nOut] = P.requestTokens(context, nums[0], nums[1]);
+        const layout = plan || { tp: 1, replicas: 1, gpus: 1 };
+        const batch = Math.ceil(users / layout.replicas);
+        const m = P.speedModel(desc, input("dtype").value, input("kv_dtype").value);
+        const sv = P.serve(m, card, speedData.efficiency, layout.tp, batch, nIn, nOut);
+        const ms = (x) => (x < 1 ? fmt(x * 1e3, 1) + " ms" : fmt(x, 2) + " s");
+        set("speed_prefill", ms(sv.prefillSeconds) + " (about the time to the first token)", sv.prefillSeconds);
+        set("speed_step", ms(sv.decodeStepSeconds) + " (" + sv.bound + "-bound, " + batch + " at once)",
+          sv.decodeStepSeconds);
+        set("speed_token", ms(sv.secondsPerOutputToken) + " (with the others' prefills)", sv.secondsPerOutputToken);
+        set("speed_user", fmt(sv.tokensPerSecondPerUser, 1), sv.tokensPerSecondPerUser);
+        const perGpu = layout.replicas * sv.tokensPerSecondPerReplica / layout.gpus;
+        set("speed_gpu", fmt(perGpu, 0), perGpu);
+        const e = speedData.efficiency;
+        set("speed_assumed", nIn + " prompt + " + nOut + " generated tokens per request; tensor-parallel " + layout.tp +
+          (plan ? "" : " (one GPU assumed)") + "; prefill " + Math.round(e.prefill * 100) + "% of the achievable peak, decode " +
+          Math.round(e.decode_bandwidth * 100) + "% of bandwidth or " + Math.round(e.decode_compute * 100) +
+          "% of the peak" + (m.moe.length ? ", x" + e.moe + " for experts" : ""));
+      } catch (err) {
+        set("speed_error", String(err.message || err));
+      }
     }
     function update() {
       for (const key in cells) set(key, "");
+      let plan = null, planned = false;
       try {
-        if (cfg.reader === "transformers") updateEngine(); else updateHand();
+        plan = cfg.reader === "transformers" ? updateEngine() : updateHand();
+        planned = true;
       } catch (err) {
         set("error", String(err.message || err));
       }
+      if (planned) updateSpeed(plan); else if (speedData) set("speed_error", "no plan to time");
       try {
         set("layer_kinds", P.layerKinds(cfg));
       } catch (err) {
@@ -557,6 +700,8 @@
     form.addEventListener("change", update);
     tform.addEventListener("input", update);
     tform.addEventListener("change", update);
+    sform.addEventListener("input", update);
+    sform.addEventListener("change", update);
     loadPreset();
     update();
     root.planner = P;
