@@ -21,10 +21,13 @@ from its pip package into the built site: no CDN, no npm.
 **The book's code as one download.** After a successful build, the site gets ``book-code.zip`` (linked from the
 front page): one folder, ``transformer-book/``, holding ``lib/``, every chapter notebook of the table of
 contents with the files its code reads (``chapters/errata/``, the model configs under ``tests/fixtures/``: the
-same list ``tools/chapters.py`` hashes), ``requirements.txt``, ``requirements.lock``, ``README.md``,
-``pyproject.toml`` and ``jupyter_config/`` (JupyterLab's settings: the glued numbers in the prose). Unpacked
-and set up as the README says (``python -m venv .venv``, ``pip install -r requirements.lock``, ``pip install -e
-.``), a chapter runs from that folder. ``tests/test_download.py`` unpacks it and executes a chapter there.
+same list ``tools/chapters.py`` hashes), ``requirements.txt``, ``requirements.lock``, ``pyproject.toml``,
+``jupyter_config/`` (JupyterLab's settings: the chapter as the page shows it), ``_toc.yml`` and
+``references.bib`` (which JupyterLab's figure numbers and citations are read from), and a reader's
+``README.md`` (``tools/download_README.md``: what is inside, the set-up and its cost, the JupyterLab command).
+Unpacked and set up as that README says (``python3 -m venv .venv``, ``pip install -r requirements.lock``, ``pip
+install -e .``), a chapter runs from that folder. ``tests/test_download.py`` unpacks it and executes a chapter
+there.
 
 Usage: ``python tools/build_book.py [--strict] [--output DIR]``. ``BOOK_WIDGETS=static`` is set for the
 chapters' kernels so ``lib.book.widgets`` draws figures instead of sliders (see that module).
@@ -50,9 +53,12 @@ ROOT = Path(__file__).resolve().parent.parent
 BUILD = ROOT / "_build"
 DOWNLOAD = "book-code.zip"
 DOWNLOAD_FOLDER = "transformer-book"
-DOWNLOAD_TOP_FILES = ("README.md", "pyproject.toml", "requirements.txt", "requirements.lock",
-                      "jupyter_config/jupyter_server_config.py",  # JupyterLab shows the glued numbers (README)
-                      "jupyter_config/book_contents.py")
+DOWNLOAD_TOP_FILES = ("pyproject.toml", "requirements.txt", "requirements.lock",
+                      "jupyter_config/jupyter_server_config.py",  # JupyterLab shows the page (README)
+                      "jupyter_config/book_contents.py",
+                      "_toc.yml", "references.bib")  # JupyterLab's figure numbers and citations
+# the zip's README.md is the reader's (what is inside, the set-up, JupyterLab), not the repository's
+DOWNLOAD_README = ROOT / "tools" / "download_README.md"
 _NOT_SHIPPED = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".hypothesis", ".ruff_cache"}
 
 
@@ -76,8 +82,8 @@ def make_download(dest: Path, root: Path = ROOT) -> Path:
     # finds the whole file or none
     part = dest.with_name(dest.name + ".part")
     with zipfile.ZipFile(part, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=9) as zf:
-        for p in download_files(root):
-            rel = p.relative_to(root).as_posix()
+        members = [(p.relative_to(root).as_posix(), p) for p in download_files(root)]
+        for rel, p in [("README.md", root / DOWNLOAD_README.relative_to(ROOT)), *members]:
             info = zipfile.ZipInfo(f"{DOWNLOAD_FOLDER}/{rel}", date_time=(2026, 1, 1, 0, 0, 0))
             info.external_attr = 0o644 << 16
             info.compress_type = zipfile.ZIP_DEFLATED
