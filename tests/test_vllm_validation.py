@@ -385,3 +385,82 @@ def test_planning_from_the_logged_kv_memory_gives_the_logged_concurrency(results
             assert plan.cache_sequences_per_replica == math.floor(lg["max_concurrency"]), (cid, plan)
         checked += 1
     assert checked >= 8, checked
+
+
+# --- the engine's rules, one at a time -------------------------------------------------------------------------
+
+
+def test_release_bands_by_version():
+    from lib.planner.serving import vllm_band
+
+    assert [vllm_band(v) for v in (None, "0.24.0", "0.12", "0.11.0", "0.10.1.1", "0.8.5", "v0", "V0")] == [
+        "0.12", "0.12", "0.12", "0.10", "0.10", "0.10", "v0", "v0"]
+    with pytest.raises(ValueError, match="--vllm-version"):
+        vllm_band("latest")
+
+
+def test_sliding_window_reservation_is_vllms():
+    """SlidingWindowSpec.max_memory_usage_bytes: min(w - 1 + max_num_batched_tokens, max_model_len) tokens rounded
+    up to blocks, plus one block; a full layer reserves the context."""
+    from lib.planner.serving import reserved_tokens
+
+    assert reserved_tokens(8192, None, 8192, 16) == 8192
+    assert reserved_tokens(8192, 4096, 8192, 16) == 8192 + 16  # the window plus a batch exceeds the context
+    assert reserved_tokens(32768, 4096, 8192, 16) == 4095 + 8192 + 1 + 16  # 12,287 -> 768 blocks, + 1
+    assert reserved_tokens(32768, 128, 2048, 128) == (math.ceil(2175 / 128) + 1) * 128
+
+
+def test_gemma2_concurrency_uses_the_reservation():
+    """Gemma-2-9B (every other layer a 4,096-token window) at 8,192 tokens: vLLM reserves 8,208 tokens in a windowed
+    layer, not 4,096, so the sequences a replica holds are about 1/1.5 of the old count (issue #34: 36 % over)."""
+    from lib.planner.config import load_config
+    from lib.planner.serving import ServingAssumptions, serving_plan
+
+    cfg = load_config(ROOT / "tests" / "fixtures" / "gemma-2-9b.config.json")
+    a = ServingAssumptions()
+    plan = serving_plan(cfg, users=1, context=8192, gpu_memory_bytes=round(79.18 * GiB), assumptions=a, max_tp=1)
+    per_layer = 2 * cfg.n_kv_heads * cfg.head_dim * 2
+    n_window = sum(w is not None for w in cfg.windows)
+    full = (cfg.n_layers - n_window) * 8192 + n_window * (8192 + 16)
+    assert plan.kv_bytes_per_sequence_per_gpu == per_layer * full
+    old = (cfg.n_layers - n_window) * 8192 + n_window * 4096
+    assert 1.3 < full / old < 1.4
+
+
+def test_max_num_seqs_caps_a_replica_and_names_the_waiting():
+    """Issue #34 item 4: Llama-3.1-8B on one H200 at 1,024 tokens holds more sequences than vLLM's 1,024 runs at
+    once; the plan counts 1,024 per replica, and 1,500 users need two replicas (on one, 476 would wait)."""
+    from lib.planner.config import load_config
+    from lib.planner.serving import ServingAssumptions, serving_plan
+
+    cfg = load_config(ROOT / "tests" / "fixtures" / "vllm_logs" / "configs" / "Llama-3.1-8B.config.json")
+    h200 = GPUS["H200"].plan_bytes
+    a = ServingAssumptions.vllm_defaults(h200, "H200")
+    plan = serving_plan(cfg, users=1500, context=512, gpu_memory_bytes=h200, assumptions=a)
+    assert plan.cache_sequences_per_replica > 1500 > plan.sequences_per_replica == a.max_num_seqs == 1024
+    assert (plan.replicas, plan.gpus, plan.waiting_users) == (2, 2, 1500 - 1024)
+
+
+def test_verdict_near_the_edge_says_so():
+    from lib.planner.serving import GPUPlan, fit_verdict, sequence_range
+
+    kv = 2 * GiB
+    tight = GPUPlan(1, 1, 1, 10, 0, 0, 10 * kv, 1, spare_bytes_per_gpu=0.3 * GiB, kv_bytes_per_sequence_per_gpu=kv,
+                    cache_sequences_per_replica=10)
+    roomy = GPUPlan(1, 1, 1, 10, 0, 0, 10 * kv, 1, spare_bytes_per_gpu=1.5 * GiB, kv_bytes_per_sequence_per_gpu=kv,
+                    cache_sequences_per_replica=10)
+    assert fit_verdict(tight).startswith("fits with 0.30 GiB to spare per GPU: within the model's error")
+    assert sequence_range(tight) == (9, 10)
+    assert "within the model's error" not in fit_verdict(roomy) and sequence_range(roomy) == (10, 11)
+
+
+def test_kv_available_on_the_command_line(capsys):
+    """--kv-available 51.38 (the H100 log of Llama-3.1-8B at 16,000 tokens): 51.38 GiB / (16,000 x 128 KiB) = 26
+    sequences per replica, so 100 users need 4 replicas."""
+    from lib.planner.command import main
+
+    cfg = ROOT / "tests" / "fixtures" / "vllm_logs" / "configs" / "Llama-3.1-8B.config.json"
+    assert main([str(cfg), "--context", "16000", "--users", "100", "--kv-available", "51.38", "--json"]) == 0
+    got = json.loads(capsys.readouterr().out)["serving"]["from_kv_available"]
+    assert (got["sequences_per_replica"], got["replicas"], got["gpus"]) == (26, 4, 4)
+    assert got["sequences_per_replica"] == math.floor(51.38 * GiB / (16000 * 131072))

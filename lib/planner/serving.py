@@ -509,8 +509,9 @@ class ServingAssumptions:
             f"at most max_num_seqs = {self.max_num_seqs} sequences run at once per replica; a sliding-window layer"
             f" reserves min(window - 1 + {self.max_num_batched_tokens}, context) tokens plus a block of"
             f" {self.block_size} per sequence",
-            "CUDA graphs are outside this budget: vLLM captures them after sizing the cache (a few hundred MiB to"
-            " about 1 GiB on an H100); leave that headroom below 1 - gpu_memory_utilization",
+            "CUDA graphs: before vLLM 0.21 outside this budget, captured after the cache is sized (-0.9 to +1.0"
+            " GiB in the H100 logs): leave that headroom below 1 - gpu_memory_utilization; from 0.21 vLLM estimates"
+            " them while profiling and takes them out of the budget (not modelled here)",
             f"the validation logs put these terms within {MODEL_ERROR_BYTES / GiB:.2f} GiB per GPU of vLLM's own;"
             " quantised weights counted with their scales as the checkpoint stores them",
         ]
