@@ -11,6 +11,7 @@ numbers it computed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -40,8 +41,8 @@ def roofline(ax: Any, peak: float, bandwidth: float, kernels: Mapping[str, float
     ax.text(ridge * 1.15, peak / unit * 0.02, f"ridge\n{ridge:.0f} FLOP/B", fontsize=10, color="0.25",
             va="bottom")
     ax.text(span[0] * 1.5, peak / unit * 1.35, "compute roof", fontsize=10, va="bottom")
-    ax.text(span[0] * 1.6, span[0] * 1.6 * bandwidth / unit * 1.9, "memory roof", fontsize=10, rotation=0,
-            va="bottom")
+    x_mem = math.sqrt(span[0] * ridge) / 3  # on the slanted roof, left of the middle, above the line
+    ax.text(x_mem, x_mem * bandwidth / unit * 6, "memory\nroof", fontsize=10, ha="right", va="bottom")
     attainable = {}
     colours = [figures.PALETTE[i] for i in (3, 0, 2, 1, 4, 5)]
     for (name, intensity), colour in zip(kernels.items(), colours * 4, strict=False):
