@@ -363,8 +363,9 @@ def test_no_empty_code_frame_at_a_page_bottom(reader, tmp_path: Path) -> None:
 
     from PIL import Image
 
-    # A4 at 36 dpi: 298 x 421 px; the footer margin is 20 mm (28 px): rows 300..400 end above the page number
-    subprocess.run(["pdftoppm", "-r", "36", "-gray", "-x", "0", "-y", "300", "-W", "298", "-H", "100", str(PDF),
+    # A4 at 36 dpi: 298 x 421 px; the bottom margin is 22 mm (31 px): rows 300..395 end above an opening page's
+    # number
+    subprocess.run(["pdftoppm", "-r", "36", "-gray", "-x", "0", "-y", "300", "-W", "298", "-H", "95", str(PDF),
                     str(tmp_path / "p")], check=True, capture_output=True)
     strips = sorted(tmp_path.glob("p-*.pgm"))
     assert len(strips) == len(reader.pages)
@@ -431,10 +432,300 @@ def test_no_code_box_leaves_one_line_at_a_page_bottom(reader, tmp_path: Path) ->
 
     subprocess.run(["pdftoppm", "-r", "60", "-gray", str(PDF), str(tmp_path / "p")], check=True,
                    capture_output=True)
-    ends = [page_ends(Image.open(p)) for p in sorted(tmp_path.glob("p-*.pgm"))]
+    # the text area only: the running head above it (and an opening page's number below it) is not its text
+    ends = [page_ends(_text_area(Image.open(p))) for p in sorted(tmp_path.glob("p-*.pgm"))]
     assert len(ends) == len(reader.pages)
     # a frame's own padding is 16 CSS px, 10 rows at 60 dpi; a part that goes on from a page has 0 to 2
     splits = [i for i in range(len(ends) - 1) if ends[i][0] and ends[i + 1][1] and ends[i + 1][1].top_pad <= 4]
     assert len(splits) >= 10, f"only {len(splits)} boxes split by a page: is FRAME_GREY still the frames' grey?"
     alone = [i + 1 for i in splits if 1 in (ends[i][0].lines, ends[i + 1][1].lines)]
     assert not alone, f"{len(alone)} page breaks leave one line of a box alone (after PDF pages {alone[:10]})"
+
+
+# The margins of a body page, as fractions of its height: the running head lies above HEAD (24 mm of 297 mm is the
+# text's top; the head is at 10 to 16 mm), an opening page's number below FOOT (the text ends 22 mm from the
+# bottom, the number is 10 mm from it).
+HEAD, FOOT = 0.07, 0.93
+
+
+def _text_area(image):
+    """A page's rendering without its margins (the running head, an opening page's number)."""
+    return image.crop((0, int(HEAD * image.height), image.width, int(FOOT * image.height)))
+
+
+class Word(NamedTuple):
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+    text: str
+
+
+@pytest.fixture(scope="module")
+def words() -> list[tuple[float, float, list[Word]]]:
+    """(width, height, words) of every page, in points, by poppler's ``pdftotext -bbox``; soft hyphens dropped."""
+    import subprocess
+
+    out = subprocess.run(["pdftotext", "-bbox", "-enc", "UTF-8", str(PDF), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    found = []
+    for w, h, body in re.findall(r'<page width="([\d.]+)" height="([\d.]+)">(.*?)</page>', out, flags=re.S):
+        found.append((float(w), float(h), [
+            Word(float(a), float(b), float(c), float(d), html_lib.unescape(t).replace("\u00ad", ""))
+            for a, b, c, d, t in re.findall(r'<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" '
+                                            r'yMax="([\d.]+)">([^<]*)</word>', body)]))
+    return found
+
+
+@pytest.fixture(scope="module")
+def renders(reader, tmp_path_factory) -> list:
+    """Every page as greyscale rows (0 black .. 255 white) at 20 dpi, by poppler's pdftoppm."""
+    import subprocess
+
+    import numpy as np
+    from PIL import Image
+
+    folder = tmp_path_factory.mktemp("pages20")
+    subprocess.run(["pdftoppm", "-r", "20", "-gray", str(PDF), str(folder / "p")], check=True, capture_output=True)
+    found = [np.asarray(Image.open(p)).astype(int) for p in sorted(folder.glob("p-*.pgm"))]
+    assert len(found) == len(reader.pages)
+    return found
+
+
+def _body(page: tuple[float, float, list[Word]]) -> list[Word]:
+    _, h, ws = page
+    return [w for w in ws if w.y1 > HEAD * h and w.y0 < FOOT * h]
+
+
+EQNO = re.compile(r"\(\d+\.\d+\)")
+
+
+def lone_equation_numbers(page: tuple[float, float, list[Word]]) -> list[str]:
+    """The equation numbers, "(3.2)" at the right of the text, on a page that holds nothing left of them on their
+    line: numbers whose formula went to another page."""
+    width, _, _ = page
+    body = _body(page)
+    return [w.text for w in body if EQNO.fullmatch(w.text) and w.x0 > 0.6 * width and not any(
+        o.x1 < w.x0 and o.y0 < w.y1 + 2 and o.y1 > w.y0 - 2 for o in body)]
+
+
+def test_lone_equation_number_detector() -> None:
+    line = [Word(90, 300, 200, 312, "S"), Word(210, 300, 240, 312, "="), Word(500, 302, 530, 312, "(3.2)")]
+    assert lone_equation_numbers((595, 842, line)) == []
+    assert lone_equation_numbers((595, 842, [Word(500, 770, 530, 780, "(3.2)")])) == ["(3.2)"]
+    # a reference in the text, "(3.2)" at a line's end, has its line's words before it
+    assert lone_equation_numbers((595, 842, [Word(90, 400, 480, 412, "in"), Word(500, 400, 530, 412, "(3.2)")])) == []
+
+
+def test_no_equation_number_apart_from_its_formula(words) -> None:
+    numbers = sum(1 for page in words for w in _body(page) if EQNO.fullmatch(w.text) and w.x0 > 0.6 * page[0])
+    assert numbers >= 40, f"only {numbers} equation numbers found: are they still '(3.2)' at the right?"
+    alone = [(i + 1, n) for i, page in enumerate(words) for n in lone_equation_numbers(page)]
+    assert not alone, f"{len(alone)} equation numbers on a page without their formula (PDF page, number): {alone}"
+
+
+def separated_captions(page: tuple[float, float, list[Word]], rows, body_height: float) -> list[str]:
+    """Figure captions ("Fig. 3.2 ...", set smaller than the text) that open a page with nothing drawn above them:
+    their figure is on the page before. ``rows``: the page rendered (greyscale); ``body_height``: the text's usual
+    word height."""
+    import numpy as np
+
+    _, h, _ = page
+    body = sorted(_body(page), key=lambda w: (round(w.y0), w.x0))
+    found = []
+    for i, w in enumerate(body[:-1]):
+        if w.text != "Fig." or not re.fullmatch(r"\d+(\.\d+)?", body[i + 1].text) or \
+                (w.y1 - w.y0) >= 0.96 * body_height:
+            continue
+        top, bottom = int(HEAD * h / h * len(rows)), int((w.y0 - 3) / h * len(rows))
+        if bottom <= top or (np.asarray(rows)[top:bottom] > 200).all():
+            found.append(f"Fig. {body[i + 1].text}")
+    return found
+
+
+def test_separated_caption_detector() -> None:
+    import numpy as np
+
+    page = np.full((234, 165), 255)
+    caption = (595, 842, [Word(70, 80, 90, 90, "Fig."), Word(92, 80, 110, 90, "3.2"), Word(112, 80, 200, 90, "The")])
+    assert separated_captions(caption, page, 12.0) == ["Fig. 3.2"]
+    page[18:21, 20:140] = 0  # a figure drawn above it
+    assert separated_captions(caption, page, 12.0) == []
+    prose = (595, 842, [Word(70, 80, 90, 92, "Fig."), Word(92, 80, 110, 92, "3.2"), Word(112, 80, 200, 92, "shows")])
+    assert separated_captions(prose, np.full((234, 165), 255), 12.0) == []  # the text's size: a sentence
+
+
+def test_no_caption_apart_from_its_figure(words, renders) -> None:
+    import statistics
+
+    heights = [w.y1 - w.y0 for page in words for w in _body(page)]
+    body_height = statistics.median(heights)
+    captions = sum(1 for page in words for w in _body(page) if w.text == "Fig." and w.y1 - w.y0 < 0.96 * body_height)
+    assert captions >= 20, f"only {captions} captions set smaller than the text: is the caption size still smaller?"
+    apart = [(i + 1, c) for i, (page, rows) in enumerate(zip(words, renders, strict=True))
+             for c in separated_captions(page, rows, body_height)]
+    assert not apart, f"{len(apart)} captions open a page without their figure (PDF page, caption): {apart}"
+
+
+def _ink_rows(rows) -> list[int]:
+    """The rows of a page's text area with something printed on them."""
+    import numpy as np
+
+    a = np.asarray(rows)
+    top, bottom = int(HEAD * len(a)), int(FOOT * len(a))
+    return [top + i for i in np.flatnonzero((a[top:bottom] < 200).any(axis=1))]
+
+
+def test_no_empty_page(renders) -> None:
+    """No page but the cover without text or a figure (a page holding only its number, 3 at 505a96d)."""
+    empty = [i + 1 for i, rows in enumerate(renders) if i > 0 and not _ink_rows(rows)]
+    assert not empty, f"{len(empty)} empty pages (PDF pages {empty})"
+
+
+def test_no_short_page_inside_a_chapter(outline, renders) -> None:
+    """A page inside a chapter (the next page goes on with it) is filled at least half-way down its text area: a
+    figure or box that did not fit leaves no more than half a page empty (9 pages did at 505a96d)."""
+    opening = {page for depth, _, page in outline if depth <= 1}
+    first = min(page for depth, _, page in outline if depth == 1)
+    short = []
+    for i in range(first, len(renders) - 1):
+        if i + 1 in opening or (i in opening and i + 1 not in opening and any(
+                page == i and title.startswith("Part ") for _, title, page in outline)):
+            continue
+        ink = _ink_rows(renders[i])
+        height = len(renders[i])
+        if ink and ink[-1] < (HEAD + 0.5 * (FOOT - HEAD)) * height:
+            short.append(i + 1)
+    assert not short, f"{len(short)} pages inside a chapter end above half-way (PDF pages {short})"
+
+
+def _head(page: tuple[float, float, list[Word]]) -> str:
+    _, h, ws = page
+    return " ".join(w.text for w in sorted(ws, key=lambda w: w.x0) if w.y1 <= HEAD * h)
+
+
+def _words_of(s: str) -> set[str]:
+    return set(re.findall(r"[A-Za-z]{3,}", s.replace("\u00ad", "")))
+
+
+def test_running_heads(reader, outline, words) -> None:
+    """Every page but the cover, a part's title page and a page that opens a chapter carries a running head with its
+    page number: the chapter on a left (even) page, the section on a right (odd) one (the first that starts on the
+    page, else the last one before it); the contents pages say "Contents"."""
+    opening = {page for depth, _, page in outline if depth <= 1}
+    first = min(page for _, _, page in outline)
+    wrong = []
+    checked = 0
+    for i in range(1, len(words)):
+        label = reader.page_labels[i]
+        head = _head(words[i])
+        if i in opening:
+            if head.strip():
+                wrong.append((i + 1, "an opening page with a head", head))
+            continue
+        checked += 1
+        numbers = re.findall(r"\b\d+\b", head)
+        if label not in numbers:
+            wrong.append((i + 1, f"no page number {label}", head))
+            continue
+        if i < first:
+            expected = "Contents"
+        else:
+            chapter = [t for d, t, p in outline if d <= 1 and p <= i][-1]
+            sections = [t for d, t, p in outline if d == 2 and p == i] or \
+                [t for d, t, p in outline if d == 2 and p < i and p >= max(q for dd, _, q in outline if dd <= 1
+                                                                           and q <= i)][-1:]
+            expected = chapter if int(label) % 2 == 0 else (sections[0] if sections else chapter)
+        if not _words_of(head) or not _words_of(head) <= _words_of(expected):
+            wrong.append((i + 1, f"expected {expected!r}", head))
+    assert checked >= 100, f"only {checked} pages with a running head to check"
+    assert not wrong, f"{len(wrong)} pages with a wrong or missing running head: {wrong[:8]}"
+
+
+def _math_headings() -> list[str]:
+    """The source of every heading (chapter or section) whose text holds mathematics ($...$)."""
+    found = []
+    for doc in _toc_docs():
+        path = ROOT / (doc if doc.endswith((".md", ".ipynb")) else doc + ".ipynb")
+        if not path.exists():
+            path = ROOT / (doc + ".md")
+        if path.suffix == ".ipynb":
+            cells = json.loads(path.read_text())["cells"]
+            text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+        else:
+            text = path.read_text()
+        found += [h for h in re.findall(r"(?m)^#{1,3} (.+)$", text) if "$" in h]
+    return found
+
+
+def test_mathematics_in_the_contents_and_bookmarks(outline, pages) -> None:
+    """A heading with mathematics keeps it in the bookmarks ("Why √dₖ and not dₖ?", not "Why dk and not dk?"): its
+    square roots, sub- and superscripts and letters; and the contents show the typeset formula."""
+    headings = _math_headings()
+    assert len(headings) >= 3, headings
+    titles = [t for _, t, _ in outline]
+    problems = []
+    for h in headings:
+        words = _plain(h)
+        matches = [t for t in titles if _flat(_plain(t)) == _flat(words)]
+        if not matches:
+            problems.append(f"no bookmark for {h!r}")
+            continue
+        title = matches[0]
+        math = " ".join(re.findall(r"\$([^$]+)\$", h))
+        letters = re.findall(r"(?<![\\A-Za-z])[A-Za-z](?![A-Za-z])", re.sub(r"\\[A-Za-z]+", " ", math))
+        import unicodedata
+
+        missing = [c for c in letters if c not in unicodedata.normalize("NFKC", title)]  # dₖ is d and k
+        if missing:
+            problems.append(f"{title!r} lacks {missing} of {math!r}")
+        if "\\sqrt" in math and "√" not in title:
+            problems.append(f"{title!r} lacks the square root of {math!r}")
+        if "_" in math and not re.search(r"[_\u2080-\u209c\u1d62-\u1d6a\u2c7c]", title):
+            problems.append(f"{title!r} lacks the subscript of {math!r}")
+        if "'" in math and not re.search(r"['\u2032]", title):
+            problems.append(f"{title!r} lacks the prime of {math!r}")
+    assert not problems, problems
+    start = next(i for i, p in enumerate(pages) if p.lstrip().startswith("Contents"))
+    end = min(page for _, _, page in outline)
+    contents = "".join(pages[start:end])
+    roots = sum(1 for _, t, _ in outline if "√" in t)
+    assert contents.count("√") >= roots, f"the contents show {contents.count('√')} square roots, the bookmarks {roots}"
+
+
+# Web-only phrasing that must not reach paper (_static/pdf/print_text.json rewrites it for print)
+WEB_ONLY = [r"\b[Dd]rag(?:ging)?\b", r"\b[Ii]n this page\b", r"\bin your browser\b", r"\bThe slider below\b",
+            r"\bThe form below\b", r"\b[Cc]lick\b"]
+
+
+def test_no_web_only_text(text: str) -> None:
+    flat = " ".join(text.replace("\u00ad", "").split())
+    found = {p: re.findall(rf"[^.]{{0,60}}{p}[^.]{{0,40}}", flat) for p in WEB_ONLY}
+    left = {p: hits for p, hits in found.items() if hits}
+    assert not left, f"web-only phrases in {PDF}: {left}"
+
+
+def test_calculator_prints_as_a_table(pages: list[str]) -> None:
+    """The in-page calculator prints as a worked table of presets, not as empty form fields."""
+    flat = [" ".join(p.replace("\u00ad", "").split()) for p in pages]
+    labels = ["LoRA rank (0: full training)", "training tokens (0: no time)", "context (tokens)"]
+    fields = [(i + 1, label) for i, p in enumerate(flat) for label in labels if label in p]
+    assert not fields, f"the calculator's form fields are printed (PDF page, label): {fields}"
+    tables = [i for i, p in enumerate(flat) if "GPUs (serving rules)" in p]
+    assert tables, "no calculator table (its row 'GPUs (serving rules)') in the PDF"
+    page = " ".join(flat[tables[0]:tables[0] + 2])
+    assert "Llama-2-7b-hf" in page and "Mixtral-8x7B-v0.1" in page, page[:300]
+    assert "weights + cache" in page and len(re.findall(r"\d GiB", page)) >= 12, \
+        f"the calculator's table holds too few values: {page[:400]}"
+
+
+def test_no_link_to_the_build_server(reader) -> None:
+    """Links to the book's own files (the code download) do not point at the local server that printed it."""
+    local = []
+    for i, page in enumerate(reader.pages):
+        for annot in page.get("/Annots") or []:
+            action = annot.get_object().get("/A")
+            uri = str(action.get("/URI", "")) if action else ""
+            if re.match(r"https?://(127\.0\.0\.1|localhost)\b", uri):
+                local.append((i + 1, uri))
+    assert not local, f"{len(local)} links to the build's local server: {local[:5]}"

@@ -53,14 +53,16 @@ OUT = ROOT / "_build" / "pdf"
 MATHJAX_TIMEOUT_MS = 300_000
 TITLE = "The Mathematics of the Transformer"
 SUBTITLE = "An executable textbook: every step derived, every number computed by the code beside it"
-MARGIN = {"top": "18mm", "bottom": "20mm", "left": "17mm", "right": "17mm"}
+MARGIN = {"top": "24mm", "bottom": "22mm", "left": "24mm", "right": "24mm"}
 FILL_PAGES = "(pages) => bookPdf.fillPages(pages)"
-FOOTER = ('<div style="font-size:9px;width:100%;text-align:center;color:#444;">'
-          '<span class="pageNumber"></span></div>')
+# The calculator's presets that print as its worked table (capacity_planner's "The calculator" section)
+CALCULATOR_PRESETS = ["Llama-2-7b-hf", "Mistral-7B-v0.1", "Mixtral-8x7B-v0.1", "DeepSeek-V2-Lite"]
 
 # The print styles, the script that lays the page out as a book and the cover: files of their own, under
 # _static/pdf/ (which the HTML book's pages do not link: _ext/book_html.py)
 PDF_STATIC = ROOT / "_static" / "pdf"
+# TeX's US English hyphenation patterns and the hyphenator (npm package hyphen, vendored: see its SOURCE file)
+HYPHEN = [PDF_STATIC / "vendor" / "hyphen" / "hyphen.js", PDF_STATIC / "vendor" / "hyphen" / "patterns-en-us.js"]
 
 
 class _Quiet(http.server.SimpleHTTPRequestHandler):
@@ -98,6 +100,60 @@ def version(root: Path = ROOT) -> tuple[str, str]:
     return described, when.strftime("%-d %B %Y")
 
 
+def base_url(root: Path = ROOT) -> str:
+    """The book's published address, for links to its files in print: ``$BOOK_URL``, else ``html.baseurl`` in
+    ``_config.yml``; empty when it has none (such links then print as plain text)."""
+    if os.environ.get("BOOK_URL"):
+        return os.environ["BOOK_URL"]
+    config = yaml.safe_load((root / "_config.yml").read_text()) or {}
+    return str((config.get("html") or {}).get("baseurl") or "")
+
+
+def running_heads(entries: list[dict], pages: dict[str, int], n_pages: int) -> str:
+    """One HTML page per body page, holding what its margins show: the page number at the outer edge of the head,
+    the chapter in the head of a left (even) page and the section in the head of a right (odd) one; a page that
+    opens a chapter or the back matter has its number centred below the text, a part's title page nothing, and the
+    contents pages the head "Contents". Headings keep their mathematics (MathML, which Chromium typesets)."""
+    starts: dict[int, list[dict]] = {}
+    for e in entries:
+        if e["id"] in pages:
+            starts.setdefault(pages[e["id"]], []).append(e)
+    first = min(starts) if starts else n_pages + 1
+    chapter, section = None, None
+    out = []
+    for p in range(1, n_pages + 1):
+        here = starts.get(p, [])
+        for e in here:
+            if e["level"] <= 1:
+                chapter, section = e, None
+        sections = [e for e in here if e["level"] == 2]
+        if sections:
+            head_section = sections[0]
+            section = sections[-1]
+        else:
+            head_section = section
+        part_page = any(e["id"].startswith("book-part-") for e in here) and \
+            not any(e["level"] == 1 for e in here) and starts.get(p + 1)
+        number = f'<span class="num">{p}</span>'
+        if p < first:
+            cls, text = ("left" if p % 2 == 0 else "right"), "Contents"
+        elif part_page:
+            out.append('<div class="page"></div>')
+            continue
+        elif any(e["level"] <= 1 for e in here):
+            out.append(f'<div class="page"><div class="foot">{p}</div></div>')
+            continue
+        elif p % 2 == 0:
+            cls, text = "left", (chapter or {}).get("head", "")
+        else:
+            cls, text = "right", (head_section or chapter or {}).get("head", "")
+        inner = f'{number}<span class="text">{text}</span>' if cls == "left" else \
+            f'<span class="text">{text}</span>{number}'
+        out.append(f'<div class="page"><div class="head {cls}">{inner}</div></div>')
+    template = string.Template((PDF_STATIC / "heads.html").read_text())
+    return template.substitute(left=MARGIN["left"], right=MARGIN["right"], pages="\n".join(out))
+
+
 def build_singlehtml(out: Path) -> Path:
     config = stored_outputs_config(ROOT, out / "_config.yml")
     cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(ROOT), "--builder", "singlehtml",
@@ -125,8 +181,9 @@ def _destination_pages(pdf: bytes) -> dict[str, int]:
 
 
 def assemble(cover: bytes, body: bytes, entries: list[dict], pages: dict[str, int], pdf: Path,
-             version_text: str) -> None:
-    """Cover + body, with the outline (parts > chapters > sections), page labels and the document's title."""
+             version_text: str, heads: bytes | None = None) -> None:
+    """Cover + body (its running heads and page numbers, ``heads``, laid over its pages), with the outline
+    (parts > chapters > sections), page labels and the document's title."""
     from pypdf import PdfReader, PdfWriter
 
     writer = PdfWriter()
@@ -134,6 +191,13 @@ def assemble(cover: bytes, body: bytes, entries: list[dict], pages: dict[str, in
     writer.append(cover_reader, import_outline=False)
     n_cover = len(cover_reader.pages)
     writer.append(body_reader, import_outline=False)
+    if heads is not None:
+        heads_reader = PdfReader(io.BytesIO(heads))
+        if len(heads_reader.pages) != len(body_reader.pages):
+            raise SystemExit(f"build_pdf: {len(heads_reader.pages)} pages of running heads for "
+                             f"{len(body_reader.pages)} pages of text")
+        for i, overlay in enumerate(heads_reader.pages):
+            writer.pages[n_cover + i].merge_page(overlay)
     parents: dict[int, object] = {}
     for e in entries:
         page = pages.get(e["id"])
@@ -156,6 +220,7 @@ def assemble(cover: bytes, body: bytes, entries: list[dict], pages: dict[str, in
 
 def print_pdf(site: Path, pdf: Path) -> None:
     from playwright.sync_api import sync_playwright
+    from pypdf import PdfReader
 
     handler = functools.partial(_Quiet, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
@@ -183,11 +248,27 @@ def print_pdf(site: Path, pdf: Path) -> None:
                                    timeout=MATHJAX_TIMEOUT_MS)
             page.evaluate("() => MathJax.startup.promise")
             page.add_style_tag(path=PDF_STATIC / "print.css")
-            page.add_script_tag(path=PDF_STATIC / "book.js")
+            for script in [*HYPHEN, PDF_STATIC / "book.js"]:
+                page.add_script_tag(path=script)
+            rules = json.loads((PDF_STATIC / "print_text.json").read_text())["rules"]
+            for where, web in page.evaluate("(rules) => bookPdf.printText(rules)", rules):
+                print(f"build_pdf: print_text.json: {web!r} not found where {where!r}", flush=True)
+            shown = page.evaluate("(names) => bookPdf.calculator(names)", CALCULATOR_PRESETS)
+            print(f"build_pdf: the calculator prints as a table of {len(shown)} presets: {shown}", flush=True)
+            unlinked = page.evaluate("(base) => bookPdf.links(base)", base_url())
+            print(f"build_pdf: {unlinked} links to the book's own files "
+                  f"{'made absolute' if base_url() else 'printed as text (no html.baseurl or $BOOK_URL)'}",
+                  flush=True)
             entries = page.evaluate("(parts) => bookPdf.prepare(parts)", parts())
             page.emulate_media(media="print")
-            options = {"format": "A4", "print_background": True, "display_header_footer": True,
-                       "header_template": "<span></span>", "footer_template": FOOTER, "margin": MARGIN}
+            text_width = 210 - float(MARGIN["left"][:-2]) - float(MARGIN["right"][:-2])  # A4, in mm
+            measured = page.evaluate("(width) => bookPdf.typeset(width)", text_width)
+            # the window as wide as the printed text, so that its lines are the printed lines (hyphenate)
+            page.set_viewport_size({"width": round(text_width * 96 / 25.4), "height": 1000})
+            words = page.evaluate("() => bookPdf.hyphenate()")
+            print(f"build_pdf: {words} words divided at a line end; code boxes hold {measured['codeColumns']} "
+                  f"columns; body font {measured['bodyFont']}", flush=True)
+            options = {"format": "A4", "print_background": True, "margin": MARGIN}
             pages: dict[str, int] = {}
             # the first print already has a (wide) number in every slot, so filling in the real ones changes no width
             page.evaluate(FILL_PAGES, {e["id"]: 888 for e in entries})
@@ -232,6 +313,10 @@ def print_pdf(site: Path, pdf: Path) -> None:
             missing = [e["title"] for e in entries if e["id"] not in pages]
             if missing:
                 raise SystemExit(f"build_pdf: no page found for {len(missing)} contents entries: {missing[:5]}")
+            heads_page = browser.new_page()
+            heads_page.set_content(running_heads(entries, pages, len(PdfReader(io.BytesIO(body)).pages)))
+            heads = heads_page.pdf(format="A4", print_background=True,
+                                   margin={"top": "0", "bottom": "0", "left": "0", "right": "0"})
             cover_page = browser.new_page()
             cover_html = string.Template((PDF_STATIC / "cover.html").read_text()).substitute(
                 title=html.escape(TITLE), subtitle=html.escape(SUBTITLE), version=html.escape(version_text),
@@ -245,17 +330,20 @@ def print_pdf(site: Path, pdf: Path) -> None:
         server.server_close()
     if off_host:
         raise SystemExit(f"build_pdf: the page asked for other hosts (blocked): {sorted(set(off_host))[:5]}")
-    assemble(cover, body, entries, pages, pdf, version_text)
+    assemble(cover, body, entries, pages, pdf, version_text, heads)
     (pdf.parent / (pdf.stem + ".outline.json")).write_text(json.dumps(
-        [dict(e, page=pages[e["id"]]) for e in entries], indent=1) + "\n")
+        [{"level": e["level"], "title": e["title"], "id": e["id"], "page": pages[e["id"]]} for e in entries],
+        indent=1, ensure_ascii=False) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--output", type=Path, default=OUT / "book.pdf", help="where to write the PDF")
     ap.add_argument("--workdir", type=Path, default=OUT, help="where the single-page HTML build goes")
+    ap.add_argument("--site", type=Path, help="print this single-page HTML build (a folder holding intro.html) "
+                    "instead of building one: for work on the print styles")
     args = ap.parse_args(argv)
-    site = build_singlehtml(args.workdir.resolve())
+    site = args.site.resolve() if args.site else build_singlehtml(args.workdir.resolve())
     print_pdf(site, args.output)
     print(f"build_pdf: the book is at {args.output}")
     if args.output.resolve() == (OUT / "book.pdf").resolve() and (ROOT / "_build" / "html" / "index.html").exists():

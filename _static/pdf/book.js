@@ -87,10 +87,11 @@ window.bookPdf = {
     // Parts: a title page before each part's first chapter; the outline in document order.
     // The single page repeats section ids across chapters ("the-question"): each contents entry gets its own.
     const entries = [];
-    const entry = (level, title, el) => {
+    const entry = (level, title, el, head) => {
       el.id = el.id && document.querySelectorAll('#' + CSS.escape(el.id)).length === 1 ? el.id
         : 'book-entry-' + entries.length;
-      entries.push({level: level, title: title, id: el.id});
+      entries.push({level: level, title: title, id: el.id, head: head === undefined ? bookPdf.escape(title) : head,
+                    heading: el.matches('h1, h2, h3, h4') ? el : null});
     };
     const article = document.querySelector('.bd-article') || document.body;
     const front = article.querySelector('section');
@@ -129,10 +130,10 @@ window.bookPdf = {
         const chapter = anchor.nextElementSibling;
         if (!chapter || chapter.tagName !== 'SECTION') return;
         const h = chapter.querySelector('h1, h2');
-        entry(1, h.textContent.replace(/#$/, '').trim(), h);
+        entry(1, bookPdf.headingText(h), h, bookPdf.headingHtml(h));
         chapter.querySelectorAll(':scope > section').forEach(section => {
           const sh = section.querySelector('h2, h3, h4');
-          if (sh) entry(2, sh.textContent.replace(/#$/, '').trim(), sh);
+          if (sh) entry(2, bookPdf.headingText(sh), sh, bookPdf.headingHtml(sh));
         });
       });
     });
@@ -147,7 +148,12 @@ window.bookPdf = {
       li.className = 'level-' + e.level;
       const a = document.createElement('a');
       a.href = '#' + e.id;
-      a.textContent = e.title;
+      if (e.heading) {  // the heading's own nodes: its mathematics typeset as in the text
+        e.heading.childNodes.forEach(n => a.append(n.cloneNode(true)));
+        a.querySelectorAll('a.headerlink, mjx-assistive-mml').forEach(n => n.remove());
+      } else {
+        a.textContent = e.title;
+      }
       const dots = document.createElement('span');
       dots.className = 'dots';
       const num = document.createElement('span');
@@ -159,7 +165,8 @@ window.bookPdf = {
     });
     nav.append(heading, list);
     article.prepend(nav);
-    return entries;
+    return entries.map(e => ({level: e.level, title: e.title, id: e.id,
+                               head: e.head === undefined ? bookPdf.escape(e.title) : e.head}));
   },
 
   // A page break before each of these headings (a heading whose page flips between two prints).
@@ -183,5 +190,248 @@ window.bookPdf = {
     document.querySelectorAll('nav.book-contents .page').forEach(s => {
       if (ids.includes(s.dataset.target)) { s.dataset.unnumbered = '1'; s.textContent = ''; }
     });
+  },
+
+  escape(text) {
+    const d = document.createElement('div');
+    d.textContent = text;
+    return d.innerHTML;
+  },
+
+  // A MathML tree (MathJax's assistive copy of a formula) as plain Unicode text, for the bookmarks and the
+  // contents' text: \sqrt{d_k} -> "√dₖ", x^2 -> "x²", \frac{a}{b} -> "a/b". A sub- or superscript without a
+  // Unicode form is written with _ or ^.
+  mathText(node) {
+    const SUB = {'0': '₀', '1': '₁', '2': '₂', '3': '₃', '4': '₄', '5': '₅', '6': '₆', '7': '₇', '8': '₈', '9': '₉',
+      '+': '₊', '-': '₋', '−': '₋', '=': '₌', '(': '₍', ')': '₎', a: 'ₐ', e: 'ₑ', h: 'ₕ', i: 'ᵢ', j: 'ⱼ', k: 'ₖ',
+      l: 'ₗ', m: 'ₘ', n: 'ₙ', o: 'ₒ', p: 'ₚ', r: 'ᵣ', s: 'ₛ', t: 'ₜ', u: 'ᵤ', v: 'ᵥ', x: 'ₓ'};
+    const SUP = {'0': '⁰', '1': '¹', '2': '²', '3': '³', '4': '⁴', '5': '⁵', '6': '⁶', '7': '⁷', '8': '⁸', '9': '⁹',
+      '+': '⁺', '-': '⁻', '−': '⁻', '=': '⁼', '(': '⁽', ')': '⁾', i: 'ⁱ', n: 'ⁿ', T: 'ᵀ'};
+    const script = (text, table, mark) => {
+      if ([...text].every(c => c === '′' || c === '″')) return text;
+      const mapped = [...text].map(c => table[c]);
+      if (text && mapped.every(Boolean)) return mapped.join('');
+      return mark + ([...text].length > 1 ? '{' + text + '}' : text);
+    };
+    const group = (text) => /^[\p{L}\p{N}₀-ₜᵢ-ᵥⱼ]+$/u.test(text) ? text : '(' + text + ')';
+    const walk = (n) => {
+      if (n.nodeType === Node.TEXT_NODE) return n.textContent.trim();
+      if (n.nodeType !== Node.ELEMENT_NODE) return '';
+      const kids = [...n.children];
+      const all = () => kids.map(walk).join('');
+      switch (n.localName) {
+        case 'mi': case 'mn': case 'mo': case 'mtext': case 'ms': return n.textContent.trim();
+        case 'mspace': return ' ';
+        case 'msub': return walk(kids[0]) + script(walk(kids[1]), SUB, '_');
+        case 'msup': return walk(kids[0]) + script(walk(kids[1]), SUP, '^');
+        case 'msubsup': return walk(kids[0]) + script(walk(kids[1]), SUB, '_') + script(walk(kids[2]), SUP, '^');
+        case 'msqrt': return '√' + group(all());
+        case 'mroot': return '√' + group(walk(kids[0]));
+        case 'mfrac': return group(walk(kids[0])) + '/' + group(walk(kids[1]));
+        case 'semantics': return kids.length ? walk(kids[0]) : '';
+        case 'annotation': case 'annotation-xml': return '';
+        default: return all();
+      }
+    };
+    return walk(node).replace(/\s+/g, ' ').trim();
+  },
+
+  // A heading's text, its mathematics included (as Unicode), without its "#" link.
+  headingText(h) {
+    const walk = (n) => {
+      if (n.nodeType === Node.TEXT_NODE) return n.textContent;
+      if (n.nodeType !== Node.ELEMENT_NODE || n.matches('a.headerlink')) return '';
+      if (n.localName === 'mjx-container') {
+        const mml = n.querySelector('mjx-assistive-mml math, math');
+        return mml ? bookPdf.mathText(mml) : n.textContent;
+      }
+      return [...n.childNodes].map(walk).join('');
+    };
+    return walk(h).replace(/#$/, '').replace(/\s+/g, ' ').trim();
+  },
+
+  // A heading as HTML for a running head: its text, its formulas as MathML (which Chromium typesets itself).
+  headingHtml(h) {
+    const walk = (n) => {
+      if (n.nodeType === Node.TEXT_NODE) return bookPdf.escape(n.textContent);
+      if (n.nodeType !== Node.ELEMENT_NODE || n.matches('a.headerlink')) return '';
+      if (n.localName === 'mjx-container') {
+        const mml = n.querySelector('mjx-assistive-mml math, math');
+        return mml ? mml.outerHTML : bookPdf.escape(n.textContent);
+      }
+      return [...n.childNodes].map(walk).join('');
+    };
+    return walk(h).replace(/\s+/g, ' ').trim();
+  },
+
+  // The web page's sentences that are not true on paper, rewritten (_static/pdf/print_text.json); returns the
+  // [where, web] pairs that found nothing.
+  printText(rules) {
+    const missed = [];
+    const blocks = [...document.querySelectorAll('p, li, figcaption, h1, h2, h3, h4, dd, td')];
+    const flat = (text) => text.replace(/\s+/g, ' ');  // the source's line breaks inside a paragraph
+    rules.forEach(rule => {
+      const block = blocks.find(b => flat(b.textContent).includes(rule.where) &&
+          ![...b.querySelectorAll('p, li, figcaption')].some(inner => flat(inner.textContent).includes(rule.where)));
+      rule.replace.forEach(([web, print]) => {
+        const walker = block && document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+        let node = walker && walker.nextNode();
+        while (node && !flat(node.textContent).includes(web)) node = walker.nextNode();
+        if (node) node.textContent = flat(node.textContent).replace(web, print);
+        else missed.push([rule.where, web]);
+      });
+    });
+    return missed;
+  },
+
+  // Soft hyphens in the running text's long words (Chromium has no hyphenation dictionary on Linux; the
+  // patterns are TeX's US English ones, vendored under _static/pdf/vendor/hyphen/). Not in headings, code,
+  // mathematics, numbers, links or the bibliography. Then, the page laid out at the width of the printed text
+  // (tools/build_pdf.py sets the window to it), the soft hyphens of every word that no line end divides are
+  // taken out again (they take no room there, so no line changes): the PDF's text (search, copy) then holds them
+  // only in the words that a line end divides. Returns the number of those words.
+  hyphenate() {
+    const hyphenate = createHyphenator(hyphenationPatternsEnUs, {hyphenChar: '\u00AD', minWordLength: 7});
+    const skip = 'pre, code, kbd, mjx-container, .math, .pasted-text, a, h1, h2, h3, h4, .citation, .bibliography, ' +
+        'dl.citation, nav.book-contents, .book-part, table, .capacity-planner, .caption-number';
+    let words = 0;
+    const touched = [];
+    document.querySelectorAll('.bd-article p, .bd-article li, .bd-article figcaption, .bd-article dd')
+      .forEach(block => {
+        const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+        const nodes = [];
+        for (let n = walker.nextNode(); n; n = walker.nextNode()) nodes.push(n);
+        nodes.forEach(n => {
+          if (!n.parentElement || n.parentElement.closest(skip)) return;
+          const text = n.textContent;
+          const done = text.replace(/[A-Za-z]{7,}/g, w => hyphenate(w));
+          if (done !== text) { n.textContent = done; touched.push(n); }
+        });
+      });
+    // a word keeps its soft hyphens only where its letters lie on more than one line
+    const range = document.createRange();
+    touched.forEach(n => {
+      const text = n.textContent;
+      const kept = text.replace(/[A-Za-z\u00AD]*\u00AD[A-Za-z\u00AD]*/g, (word, at) => {
+        range.setStart(n, at);
+        range.setEnd(n, at + word.length);
+        const lines = new Set([...range.getClientRects()].filter(r => r.width > 0).map(r => Math.round(r.top)));
+        if (lines.size > 1) { words++; return word; }
+        return word.replace(/\u00AD/g, '');
+      });
+      if (kept !== text) n.textContent = kept;
+    });
+    return words;
+  },
+
+  // The in-page calculator (lib/planner/web/planner.js, running in this page) as a worked table: its answers
+  // for a few presets at its defaults, in place of the form. Returns the presets shown.
+  calculator(names) {
+    const root = document.querySelector('.capacity-planner[data-planner]');
+    if (!root || !root.planner) return [];
+    const select = root.querySelector('select[name=preset]');
+    const shown = names.filter(n => [...select.options].some(o => o.value === n));
+    const read = (table) => [...table.querySelectorAll('tr')].map(tr =>
+      [tr.querySelector('th').textContent, tr.querySelector('td').textContent.trim()]);
+    const [serveTable, trainTable] = root.querySelectorAll('table.planner-out');
+    const serve = [], train = [];
+    shown.forEach(name => {
+      select.value = name;
+      select.dispatchEvent(new Event('change', {bubbles: true}));
+      serve.push(read(serveTable));
+      train.push(read(trainTable));
+    });
+    const value = (n) => { const i = root.querySelector('[name=' + n + ']'); return i ? i.value : ''; };
+    const tvalue = (n) => value('train-' + n);
+    const build = (rows, caption) => {
+      const table = document.createElement('table');
+      table.className = 'book-calculator table';
+      const head = document.createElement('tr');
+      ['', ...shown].forEach(t => { const th = document.createElement('th'); th.textContent = t; head.append(th); });
+      const thead = document.createElement('thead');
+      thead.append(head);
+      const tbody = document.createElement('tbody');
+      rows[0].forEach(([label], r) => {
+        const values = rows.map(cols => cols[r][1]);
+        if (values.every(v => v === '')) return;  // a row no preset fills (a problem none has)
+        const tr = document.createElement('tr');
+        const th = document.createElement('th');
+        th.textContent = label;
+        tr.append(th);
+        values.forEach(v => { const td = document.createElement('td'); td.textContent = v; tr.append(td); });
+        tbody.append(tr);
+      });
+      const cap = document.createElement('caption');
+      cap.textContent = caption;
+      table.append(cap, thead, tbody);
+      return table;
+    };
+    const unit = value('gpu_unit');
+    const lead = document.createElement('p');
+    lead.className = 'book-calculator-lead';
+    lead.textContent = `In print, its answers for ${shown.length} of its presets at its defaults: a context of ` +
+      `${Number(value('context')).toLocaleString('en-US')} tokens, ${value('users')} concurrent sequence` +
+      `${value('users') === '1' ? '' : 's'}, ${value('gpu_memory')} ${unit} of memory per GPU of which a fraction ` +
+      `${value('memory_fraction')} is usable, an overhead of ${value('overhead')} GB per GPU, ${value('dtype')} ` +
+      `weights and a ${value('kv_dtype')} cache; and for one training step per GPU, ${tvalue('train_dtype')} ` +
+      `with ${tvalue('optimizer')}, ${tvalue('attention')} attention, checkpointing ${tvalue('checkpointing')}, ` +
+      `ZeRO stage ${tvalue('zero')}, ${tvalue('gpus')} GPU and a micro-batch of ${tvalue('micro_batch')}.`;
+    const figure = document.createElement('div');
+    figure.className = 'book-calculator-print';
+    figure.append(lead, build(serve, 'Serving: weights, cache and GPUs'),
+                  build(train, 'One training step, per GPU'));
+    root.replaceWith(figure);
+    return shown;
+  },
+
+  // Links to the book's own files (the code download, an image) leave the page: with the book's address
+  // (base) they point there; without one they are plain text, not links to the build's local server.
+  links(base) {
+    let changed = 0;
+    document.querySelectorAll('a[href]').forEach(a => {
+      const url = new URL(a.getAttribute('href'), location.href);
+      if (url.origin !== location.origin || (url.pathname === location.pathname && url.hash)) return;
+      changed++;
+      if (base) {
+        a.href = base.replace(/\/$/, '') + url.pathname + url.hash;
+      } else {
+        const span = document.createElement('span');
+        span.className = a.className + ' book-unlinked';
+        while (a.firstChild) span.append(a.firstChild);
+        a.replaceWith(span);
+      }
+    });
+    return changed;
+  },
+
+  // Short tables (up to 15 rows) move whole; returns what the print measures: how many columns of code fit a
+  // code box, and the body's font as the browser resolved it.
+  typeset(textWidthMm) {
+    document.querySelectorAll('table').forEach(t => { if (t.rows.length <= 15) t.classList.add('book-short'); });
+    // A chapter's last boxes end with it: their bottom padding and margin, carried past a full page, printed an
+    // empty page before the next chapter (3 at 505a96d)
+    document.querySelectorAll('span[id^="document-"] + section').forEach(chapter => {
+      for (let last = chapter; last; last = last.lastElementChild) {
+        last.style.setProperty('padding-bottom', '0', 'important');
+        last.style.setProperty('margin-bottom', '0', 'important');
+      }
+    });
+    const pre = document.querySelector('div.highlight pre');
+    let columns = null;
+    if (pre) {  // the page's width on paper, less the box's padding and borders, over one character's width
+      const probe = document.createElement('span');
+      probe.textContent = '0'.repeat(100);
+      probe.style.whiteSpace = 'pre';
+      pre.append(probe);
+      const px = (el) => { const s = getComputedStyle(el);
+        return ['paddingLeft', 'paddingRight', 'borderLeftWidth', 'borderRightWidth']
+          .reduce((a, k) => a + parseFloat(s[k] || 0), 0); };
+      const box = pre.closest('div.highlight');
+      const inner = textWidthMm * 96 / 25.4 - px(pre) - (box ? px(box) : 0);
+      columns = Math.floor(inner / (probe.getBoundingClientRect().width / 100));
+      probe.remove();
+    }
+    const p = document.querySelector('.bd-article p');
+    return {codeColumns: columns, bodyFont: p ? getComputedStyle(p).fontFamily : null};
   },
 };
