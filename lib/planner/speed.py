@@ -37,7 +37,7 @@ import json
 import math
 import re
 import statistics
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -774,7 +774,7 @@ def _rows_for(rec: dict[str, Any], eff: Efficiency) -> list[dict[str, Any]]:
         if fig["output_tokens_per_s"]:
             out.append(("output tok/s", replicas * s["tokens_per_second_per_replica"], fig["output_tokens_per_s"]))
         assumed.append(f"batch {batch} per replica (what the memory holds, at most {max_seqs})")
-    elif wl["scenario"] == "server":
+    elif wl["scenario"] == "server" and fig["mean_tpot_ms"] and fig["mean_ttft_ms"] and fig["requests_per_s"]:
         # The batch a Poisson stream holds is set by the run's own latencies (Little's law): concurrency = rate x
         # time in the system. It is read from the printed rate, TTFT and TPOT, and the TPOT predicted at it.
         qps = fig["requests_per_s"]
@@ -806,6 +806,3 @@ def accuracy_summary(rows: list[dict[str, Any]]) -> dict[str, float]:
             "max_abs_error": errs[-1] if errs else math.nan,
             "within_25": sum(e <= 0.25 for e in errs), "within_50": sum(e <= 0.5 for e in errs)}
 
-
-def _replace_efficiency(eff: Efficiency, **kw: float) -> Efficiency:
-    return replace(eff, **kw)
