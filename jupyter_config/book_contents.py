@@ -11,7 +11,8 @@ A contents manager (the server side of opening and saving files) that, when Jupy
   output (myst-nb's ``mystnb.figure`` cell metadata) is no target it knows. ``{cite:p}`key``` becomes
   "[Vaswani et al., 2017]" and ``{cite:t}`key``` "Vaswani et al. [2017]" (the HTML's labels, read from
   ``references.bib``), and ``{numref}`fig-name``` of a figure of the same chapter "Fig. 2.2" (the chapter's
-  number from ``_toc.yml``, the figure's place in the chapter);
+  number from ``_toc.yml``, the figure's place in the chapter); ``{ref}`label``` of another page of the book
+  (which jupyterlab-myst cannot resolve) becomes a link to that notebook, named by its heading;
 - **shows its figures.** A notebook nobody signed on this computer is untrusted, and JupyterLab then shows
   "<Figure size 640x480 with 1 Axes>" instead of its stored SVG figures; the chapters of the book's own
   ``_toc.yml`` are marked trusted (their code is what the reader runs anyway), other notebooks are not;
@@ -48,6 +49,8 @@ from jupyter_server.services.contents.largefilemanager import AsyncLargeFileMana
 ROLE = re.compile(r"\{glue(?::(?:text|any|md))?\}`([^`:]+?)(?::([^`]*))?`")
 CITE = re.compile(r"\{cite(?::(p|t))?\}`([^`]+)`")
 NUMREF = re.compile(r"\{numref\}`([^`<>]+)`")
+REF = re.compile(r"\{ref\}`(?:([^`<]*?)\s*<([^`>]+)>|([^`<>]+))`")
+LABEL = re.compile(r"^\(([\w-]+)\)=[ \t]*\n+#+[ \t]+(.+)$", flags=re.M)
 META = "book_glue_source"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 _RECORD = "application/papermill.record/"
@@ -181,13 +184,51 @@ def figure_numbers(nb: dict, chapter: int | None) -> dict[str, str]:
     return numbers
 
 
+@lru_cache(maxsize=64)
+def _labels_of(page: Path, mtime: float) -> dict[str, str]:  # noqa: ARG001 - mtime keys the cache
+    """label -> heading text of every ``(label)=`` followed by a heading in a notebook's markdown or a page."""
+    try:
+        if page.suffix == ".ipynb":
+            import json
+
+            cells = json.loads(page.read_text()).get("cells", [])
+            text = "\n\n".join(_source(c) for c in cells if c.get("cell_type") == "markdown")
+        else:
+            text = page.read_text()
+    except (OSError, ValueError):
+        return {}
+    return {label: title.strip() for label, title in LABEL.findall(text)}
+
+
+def book_labels(chapters: dict[Path, int | None]) -> dict[str, tuple[Path, str]]:
+    """label -> (the page that defines it, its heading) over the table of contents' pages."""
+    labels: dict[str, tuple[Path, str]] = {}
+    for nb in chapters:
+        for page in (nb, nb.with_suffix(".md")):
+            if page.is_file():
+                for label, title in _labels_of(page, page.stat().st_mtime).items():
+                    labels.setdefault(label, (page, title))
+    return labels
+
+
+def other_page_refs(nb: dict, here: Path, labels: dict[str, tuple[Path, str]]) -> dict[str, str]:
+    """label -> a markdown link (relative to the notebook's folder ``here``) for every label of another page of
+    the book: jupyterlab-myst knows only the open notebook's targets ("Cross reference target was not found")."""
+    import os
+
+    own = {label for c in nb.get("cells", []) if c.get("cell_type") == "markdown"
+           for label, _ in LABEL.findall(_source(c))}
+    return {label: os.path.relpath(page, here) for label, (page, _) in labels.items() if label not in own}
+
+
 # ---------------------------------------------------------------- opening: what the page shows
 
 
-def show_values(nb: dict, bib: Bibliography | None = None,
-                figures: dict[str, str] | None = None) -> int:
-    """Replace glue roles (and, given a bibliography and figure numbers, citations and same-chapter figure
-    references) in markdown cells by what the HTML shows, in place; returns how many roles were replaced."""
+def show_values(nb: dict, bib: Bibliography | None = None, figures: dict[str, str] | None = None,
+                links: dict[str, tuple[str, str]] | None = None) -> int:
+    """Replace glue roles (and, given a bibliography, figure numbers and other pages' labels, citations,
+    same-chapter figure references and references to other pages) in markdown cells by what the HTML shows, in
+    place; returns how many roles were replaced. ``links``: label -> (relative path, heading)."""
     values, count = glued_values(nb), 0
 
     def glue(m: re.Match) -> str:
@@ -212,11 +253,20 @@ def show_values(nb: dict, bib: Bibliography | None = None,
         count += 1
         return figures[m.group(1)]
 
+    def ref(m: re.Match) -> str:
+        nonlocal count
+        label = m.group(2) or m.group(3)
+        if label not in (links or {}):
+            return m.group(0)
+        count += 1
+        path, title = links[label]
+        return f"[{m.group(1) or title}]({path.replace(' ', '%20')})"
+
     for cell in nb.get("cells", []):
         if cell.get("cell_type") != "markdown":
             continue
         src = _source(cell)
-        shown = NUMREF.sub(numref, CITE.sub(cite, ROLE.sub(glue, src)))
+        shown = REF.sub(ref, NUMREF.sub(numref, CITE.sub(cite, ROLE.sub(glue, src))))
         if shown != src:
             cell.setdefault("metadata", {})[META] = {"source": src, "shown": shown}
             cell["source"] = shown
@@ -335,7 +385,11 @@ class BookContentsManager(AsyncLargeFileManager):
             toc = _find_up(file.parent, "_toc.yml", root)
             chapters = toc_chapters(toc) if toc else {}
             chapter = chapters.get(file.resolve())
-            show_values(nb, _bibliography(bib, bib.stat().st_mtime) if bib else {}, figure_numbers(nb, chapter))
+            labels = book_labels(chapters)
+            links = {label: (path, labels[label][1]) for label, path in
+                     other_page_refs(nb, file.resolve().parent, labels).items()}
+            show_values(nb, _bibliography(bib, bib.stat().st_mtime) if bib else {}, figure_numbers(nb, chapter),
+                        links)
             fold_hidden(nb)
             if file.resolve() in chapters:
                 # the book's own chapter: its stored figures (SVG) are shown, as the book shows them; an

@@ -288,3 +288,32 @@ def test_chapter_in_jupyterlab(lab_page, lab) -> None:
     assert "widgets" not in saved["metadata"]
     assert saved["metadata"]["kernelspec"] == stored["metadata"]["kernelspec"]
     print(f"JupyterLab: prose checked, Run All and the slider in {time.monotonic() - t0:.0f} s")
+
+
+def test_citations_and_figure_numbers_read_as_in_the_html(site_pages) -> None:
+    """What the contents manager writes for ``{cite:p}``, ``{cite:t}`` and a same-chapter ``{numref}`` of a
+    figure is the text the built HTML shows there (the book the other browser tests read)."""
+    html_dir = Path(os.environ.get("BOOK_HTML", ROOT / "_build" / "html")).resolve()  # as conftest.py reads it
+    sys.path.insert(0, str(ROOT / "jupyter_config"))
+    import book_contents as bc
+
+    bib = bc._bibliography(ROOT / "references.bib", 0.0)
+    chapters = {p: n for p, n in bc.toc_chapters(ROOT / "_toc.yml").items() if p.exists()}
+    compared = 0
+    for path, number in chapters.items():
+        html = (html_dir / "chapters" / f"{path.stem}.html").read_text()
+        text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", html)).replace("\xa0", " ")
+        nb = json.loads(path.read_text())
+        prose = "".join(bc._source(c) for c in nb["cells"] if c["cell_type"] == "markdown")
+        for m in bc.CITE.finditer(prose):
+            shown = bc.citation_text(m.group(1), m.group(2), bib)
+            assert shown is not None, f"{path.stem}: {m.group(0)} is not in references.bib"
+            plain = shown.replace("\\[", "[").replace("\\]", "]").replace("*", "")
+            assert plain in text, f"{path.stem}: {m.group(0)} shows as {plain!r} in JupyterLab, not in the HTML"
+            compared += 1
+        numbers = bc.figure_numbers(nb, number)
+        for m in re.finditer(r'href="#([^"]+)"><span class="std std-numref">([^<]+)</span>', html):
+            if m.group(1) in numbers:
+                assert numbers[m.group(1)] == m.group(2).replace("\xa0", " "), (path.stem, m.group(1))
+                compared += 1
+    assert compared > 100, f"only {compared} citations and figure references compared"
