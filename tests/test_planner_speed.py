@@ -188,6 +188,26 @@ def test_refusals_are_one_line() -> None:
     assert out.returncode == 2 and "must be positive" in out.stderr
 
 
+def test_efficiencies_can_be_given(capsys: pytest.CaptureFixture[str]) -> None:
+    from lib.sizing import main
+
+    args = [str(LLAMA), "--users", "8", "--json"]
+    assert main(args) == 0
+    base = json.loads(capsys.readouterr().out)["speed"]
+    assert main(args + ["--efficiency", "decode_bandwidth=0.9, prefill=0.4"]) == 0
+    given = json.loads(capsys.readouterr().out)["speed"]
+    assert given["efficiency"]["decode_bandwidth"] == 0.9 and given["efficiency"]["prefill"] == 0.4
+    assert given["efficiency"]["decode_compute"] == base["efficiency"]["decode_compute"]
+    # batch 8 of a 7B model decodes memory-bound: the step scales with 1 / bandwidth efficiency
+    assert base["bound"] == given["bound"] == "memory bandwidth"
+    assert given["decode_seconds_per_token"] == pytest.approx(base["decode_seconds_per_token"] * 0.6 / 0.9)
+    assert given["prefill_seconds"] == pytest.approx(base["prefill_seconds"] * 0.8 / 0.4)
+    assert "(given; the defaults fitted" in given["assumptions"][0] and "(fitted" in base["assumptions"][0]
+    for bad, message in (("prefill=2", "must be in (0, 1]"), ("speed=1", "KEY one of"), ("moe=x", "a number")):
+        out = run(str(LLAMA), "--efficiency", bad)
+        assert out.returncode == 2 and message in out.stderr and out.stderr.count("\n") == 1
+
+
 @pytest.mark.parametrize("name", ["Llama-2-7b-hf", "Mixtral-8x7B-v0.1", "DeepSeek-V3", "gemma-2-9b",
                                   "Qwen3.5-4B", "granite-4.0-h-tiny", "encoder_decoder/whisper-small"])
 def test_every_kind_of_model_gets_an_answer(name: str) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +17,7 @@ from .config import SUPPORTED_MODEL_TYPES, ConfigError, model_name
 from .gpus import ALIASES, GPUS, gpu
 from .quant import read_quantisation
 from .serving import VLLM_VERSION, ServingAssumptions, fit_verdict, kv_available_plan, vllm_band
-from .speed import speed_text
+from .speed import DEFAULT_EFFICIENCY, Efficiency, speed_text
 from .text import format_report
 from .train_cli import TrainingInputError, add_train_arguments, training_report, training_text
 from .units import parse_bytes
@@ -43,6 +43,25 @@ def _positive_float(text: str) -> float:
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"must be positive, got {text!r}")
     return value
+
+
+def _efficiency_arg(text: str) -> Efficiency:
+    """``prefill=0.7,decode_bandwidth=0.8``: the default efficiencies with these replaced."""
+    values: dict[str, float] = {}
+    for part in text.split(","):
+        key, sep, value = part.partition("=")
+        key = key.strip()
+        if not sep or key not in Efficiency.__dataclass_fields__:
+            raise argparse.ArgumentTypeError(f"expected KEY=VALUE with KEY one of"
+                                             f" {', '.join(Efficiency.__dataclass_fields__)}, got {part!r}")
+        try:
+            values[key] = float(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{key}: expected a number, got {value!r}") from None
+    try:
+        return replace(DEFAULT_EFFICIENCY, **values)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _fraction_arg(text: str) -> float:
@@ -118,6 +137,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="target output tokens/s of the whole service: the report gives the GPUs that reach it")
     ap.add_argument("--gpu-hour-price", type=_positive_float, default=None,
                     help="price of one GPU-hour (any currency): the report gives the cost per million output tokens")
+    ap.add_argument("--efficiency", type=_efficiency_arg, default=None, metavar="KEY=VALUE,...",
+                    help="replace assumed efficiencies of the time model, e.g. prefill=0.7,decode_bandwidth=0.8 (keys:"
+                         " prefill, decode_bandwidth, decode_compute, moe, allreduce_seconds; default: fitted to"
+                         " published measurements, printed with the answer)")
     ap.add_argument("--json", action="store_true", help=f"print JSON (schema_version {SCHEMA_VERSION}) instead of text")
     add_train_arguments(ap)
     return ap
@@ -152,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
         speed = {k: v for k, v in (("input_tokens", args.input_tokens), ("output_tokens", args.output_tokens),
                                    ("tokens_per_second_per_user", args.tokens_per_second_per_user),
                                    ("tokens_per_second", args.tokens_per_second),
-                                   ("gpu_hour_price", args.gpu_hour_price)) if v is not None}
+                                   ("gpu_hour_price", args.gpu_hour_price), ("eff", args.efficiency))
+                 if v is not None}
         if cfg is not None:
             raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
             r = report(cfg, context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name,

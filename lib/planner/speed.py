@@ -89,7 +89,8 @@ class Efficiency:
                 f" {self.decode_bandwidth:.0%} of bandwidth when memory-bound and {self.decode_compute:.0%} of the"
                 " achievable peak when compute-bound,"
                 f" x{self.moe:g} for a mixture of experts; {self.allreduce_seconds * 1e6:g} us per all-reduce"
-                " (fitted to published measurements: lib.planner.speed.Efficiency)")
+                + (" (fitted to published measurements: lib.planner.speed.Efficiency)" if self == Efficiency()
+                   else " (given; the defaults fitted to published measurements are lib.planner.speed.Efficiency's)"))
 
 
 DEFAULT_EFFICIENCY = Efficiency()
