@@ -17,6 +17,10 @@ grid instead of the slider when printing. The single-page build (the PDF) and no
 grid alone, as before.
 
 myst-nb calls :meth:`NbElementRenderer.render_image` for every image output; this extension wraps that method.
+
+A stored output that is a live ipywidgets reference (``application/vnd.jupyter.widget-view+json``: what a chapter
+run in JupyterLab holds where ``explore``'s slider was, if saved without the book's JupyterLab settings) stops
+the build with the chapter's name: myst-nb would render it as an empty box, and the book would lose the figure.
 """
 
 from __future__ import annotations
@@ -78,6 +82,29 @@ def _wrap_render_image() -> None:
     NbElementRenderer.render_image = render_image
 
 
+def _refuse_widget_views() -> None:
+    from myst_nb.core.render import NbElementRenderer
+    from sphinx.errors import ExtensionError
+
+    for method in ("render_widget_view", "render_widget_view_inline"):
+        original = getattr(NbElementRenderer, method, None)
+        if original is None or getattr(original, "_book_explore", False):
+            continue
+
+        def refuse(self, data, _method=method):  # noqa: ANN001, ANN202
+            document = getattr(self.renderer, "document", None)
+            where = document.get("source") if document is not None else None
+            raise ExtensionError(
+                f"{where or 'a chapter'}: the stored output of cell {data.cell_index} (counted from 0) is a "
+                "live ipywidgets reference, not a figure: the chapter was saved from a "
+                "JupyterLab without the book's settings. Re-execute it (tools/chapters.py execute) or restore it.",
+                modname=__name__)
+
+        refuse._book_explore = True  # type: ignore[attr-defined]
+        setattr(NbElementRenderer, method, refuse)
+
+
 def setup(app) -> dict[str, Any]:  # noqa: ANN001
     _wrap_render_image()
+    _refuse_widget_views()
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -143,3 +143,34 @@ def test_folding_and_restoring_are_exact() -> None:
     assert "jupyter" not in nb.cells[3].metadata
     bc.restore(nb, None)
     assert nb == original
+
+
+@pytest.mark.parametrize("live", [True, False], ids=["widget-reference", "static-figure"])
+def test_the_build_stops_at_a_stored_widget_reference(tmp_path: Path, live: bool) -> None:
+    """Sphinx with myst-nb and ``_ext/book_explore.py``, execution off (as the book renders stored outputs), on a
+    one-cell notebook: a live-widget reference where the figure was fails the build, naming the notebook; the
+    same cell with a static figure builds."""
+    import subprocess
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "conf.py").write_text(
+        f"import sys\nsys.path.insert(0, {str(ROOT / '_ext')!r})\n"
+        "extensions = ['myst_nb', 'book_explore']\nnb_execution_mode = 'off'\n")
+    output = ({"output_type": "display_data", "metadata": {}, "data": {
+        "text/plain": "VBox(children=(SelectionSlider(...), Output()))",
+        bc.WIDGET_VIEW: {"model_id": "0123", "version_major": 2, "version_minor": 0}}} if live else
+        {"output_type": "display_data", "metadata": {}, "data": {"text/plain": "<Figure>",
+                                                                 "image/svg+xml": "<svg xmlns='http://www.w3.org/2000/svg'/>"}})
+    cell = nbformat.v4.new_code_cell("explore(draw, 'beta', [0, 1])", outputs=[nbformat.from_dict(output)])
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell("# A chapter"), cell],
+                                  metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nbformat.write(nb, src / "index.ipynb")
+    run = subprocess.run([sys.executable, "-m", "sphinx", "-b", "html", "-q", str(src), str(tmp_path / "out")],
+                         capture_output=True, text=True, timeout=300)
+    if live:
+        assert run.returncode != 0, "the build rendered a widget reference as an empty box and succeeded"
+        assert "index.ipynb" in run.stderr and "ipywidgets reference" in run.stderr, run.stderr[-2000:]
+    else:
+        assert run.returncode == 0, run.stderr[-2000:]
