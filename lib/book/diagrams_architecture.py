@@ -306,7 +306,7 @@ def _sublayer(ax: Any, x: float, y: float, text: str, kind: str, w: float, side:
     if mask is not None:
         xm = x + (w / 2 + 0.5) * np.sign(-side)
         _mask_icon(ax, xm, y + 0.1, mask[0], size=0.5)
-        ax.text(xm, y - 0.3, mask[1], ha="center", va="top", fontsize=_FONT - 0.5)
+        ax.text(xm, y - 0.3, mask[1], ha="center", va="top", fontsize=_FONT)
     return y_norm + 0.25
 
 
