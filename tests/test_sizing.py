@@ -493,8 +493,16 @@ def test_activation_peak_pinned_by_value() -> None:
     from lib.planner.serving import activation_peak_bytes
 
     cfg = load_config(Path(__file__).parent / "fixtures" / "Llama-2-7b-hf.config.json")
-    assert activation_peak_bytes(cfg, 8192, 256, "bf16") == 8192 * (2 * 4096 + 3 * 11008) * 2 + 4 * 256 * 32000
-    assert activation_peak_bytes(cfg, 8192, 256, "bf16") == 708_050_944
-    assert activation_peak_bytes(cfg, 8192, 256, "bf16", tp=2) == 8192 * (2 * 4096 + 3 * 11008 / 2) * 2 \
-        + 4 * 256 * 32000
-    assert activation_peak_bytes(cfg, 2048, 4096, "bf16", logits=False) == 2048 * (2 * 4096 + 3 * 11008) * 2
+    forward = 8192 * (2 * 4096 + 3 * 11008) * 2
+    # vLLM 0.10-0.11: the forward pass plus fp32 logits of the sampled rows
+    assert activation_peak_bytes(cfg, 8192, 256, "bf16", band="0.10") == forward + 4 * 256 * 32000 == 708_050_944
+    assert activation_peak_bytes(cfg, 8192, 256, "bf16", tp=2, band="0.10") == \
+        8192 * (2 * 4096 + 3 * 11008 / 2) * 2 + 4 * 256 * 32000
+    assert activation_peak_bytes(cfg, 2048, 4096, "bf16", logits=False, band="0.10") == \
+        2048 * (2 * 4096 + 3 * 11008) * 2
+    # 0.12 and later: the larger of the forward pass and the sampler's warm-up (38.4 B per logit of its rows)
+    sampler = 8192 * 4096 * 2 + 38.4 * 256 * 32000
+    assert activation_peak_bytes(cfg, 8192, 256, "bf16") == pytest.approx(max(forward, sampler), rel=1e-12)
+    big_vocab = 8192 * 4096 * 2 + 38.4 * 1024 * 32000  # at 1,024 rows the sampler decides
+    assert big_vocab > forward
+    assert activation_peak_bytes(cfg, 8192, 1024, "bf16") == pytest.approx(big_vocab, rel=1e-12)

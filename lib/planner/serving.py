@@ -238,16 +238,16 @@ def activation_peak_bytes(cfg: ModelConfig, tokens: int = 8192, sequences: int =
     tensor-parallel group of ``tp``, for the release band ``band`` (:data:`VLLM_BANDS`).
 
     The forward pass: the largest set of tensors alive at once in one layer, the residual stream and its normalised
-    copy (:math:`2 T d_	ext{model}`) plus the wider of the attention intermediates (q, k, v and the attention
+    copy (:math:`2 T d_\text{model}`) plus the wider of the attention intermediates (q, k, v and the attention
     output, :math:`T (2h + 2h_{kv}) d_k / t`), a dense feed-forward block's (gate and up outputs and the activated
     product, :math:`3 T w / t`) and, in a mixture-of-experts layer, the fused-MoE kernel's workspaces (per token
     and routed expert: the gate/up output or the down output, whichever is wider, :math:`\max(2N, d)`, and the
     activated :math:`N`, ``N`` the expert width over ``t``), times the bytes per element.
 
-    With ``logits`` (the last pipeline stage), the sampler's warm-up over :math:`S = \min(	ext{sequences},
+    With ``logits`` (the last pipeline stage), the sampler's warm-up over :math:`S = \min(\text{sequences},
     T)` rows of the vocabulary (``_dummy_sampler_run``): from 0.12, a peak of its own,
-    :math:`T d_	ext{model} p + 38.4\,S\,n_	ext{vocab}` (:data:`SAMPLER_BYTES_PER_LOGIT`), against which the
-    forward pass's peak is compared; in 0.10-0.11 and V0 the fp32 logits :math:`4 S n_	ext{vocab}` on top of the
+    :math:`T d_\text{model} p + 38.4\,S\,n_\text{vocab}` (:data:`SAMPLER_BYTES_PER_LOGIT`), against which the
+    forward pass's peak is compared; in 0.10-0.11 and V0 the fp32 logits :math:`4 S n_\text{vocab}` on top of the
     forward pass. V0 profiles ``max(max_model_len, tokens)`` tokens when chunked prefill is off.
     """
     tokens, sequences, tp = as_count(tokens, "tokens"), as_count(sequences, "sequences"), as_count(tp, "tp")
