@@ -246,3 +246,14 @@ def test_engine_flops_for_models_only_the_engine_reads() -> None:
     assert f["lm_head"] == 2 * d * v
     hybrid = _engine(FIXTURES / "Nemotron-H-geometry-56L.config.json")  # 4 attention layers among Mamba's
     assert engine.crossover_context(hybrid) > engine.crossover_context(m) > 0
+
+
+def test_the_tests_temporary_cache_is_the_planners() -> None:
+    """conftest.py names the planner's cache variable rather than importing it: the two must agree, or every
+    test would write the engine's descriptions to the user's cache folder."""
+    import os
+
+    from conftest import PLANNER_CACHE_ENV
+
+    assert PLANNER_CACHE_ENV == engine.CACHE_ENV
+    assert os.environ[engine.CACHE_ENV].endswith("planner-cache")

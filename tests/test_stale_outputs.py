@@ -314,6 +314,43 @@ def test_affected_leaves_out_a_comment_edit(tmp_path: Path) -> None:
     assert ch.affected_chapters([path], ch.changed_files("HEAD", tmp_path), tmp_path) == [path]
 
 
+def test_affected_tests_are_the_importers_of_a_change(tmp_path: Path) -> None:
+    """``affected-tests`` (which library test modules make check runs): a module that imports a changed file,
+    directly, through another module or through a helper of the tests' folder; none for a comment edit; every
+    module (``None``) when conftest.py's inputs, or a file other than a Python file under lib/ or tests/,
+    changed."""
+    ch = _load_tool(ROOT, "chapters")
+    _digest_book(tmp_path)
+    tests = tmp_path / "tests"
+    (tests / "conftest.py").write_text("from helper import H  # noqa: F401\n")
+    (tests / "helper.py").write_text("H = 1\n")
+    (tests / "test_a.py").write_text("import lib.a\n\n\ndef test_a():\n    assert lib.a.x() == 1\n")
+    (tests / "test_c.py").write_text("from lib import c\n\n\ndef test_c():\n    assert c.Z == 1\n")
+    (tests / "test_twin.py").write_text("from twin import T\n\n\ndef test_t():\n    assert T\n")
+    (tests / "twin.py").write_text("from lib.c import Z\n\nT = Z\n")
+    subprocess.run("git init -q && git add . && git -c user.name=t -c user.email=t@t commit -q -m probe",
+                   shell=True, cwd=tmp_path, check=True)
+
+    def touched() -> list[str] | None:
+        return ch.affected_tests(ch.changed_files("HEAD", tmp_path), tmp_path)
+
+    assert touched() == []
+    _edit(tmp_path / "lib" / "b.py", "Y = 1", "Y = 1  # one")
+    assert touched() == []
+    _edit(tmp_path / "lib" / "b.py", "Y = 1", "Y = 3")  # lib.a imports it inside a function
+    assert touched() == ["tests/test_a.py"]
+    _edit(tmp_path / "lib" / "c.py", "Z = 1", "Z = 2")  # test_c directly, test_twin through twin.py
+    assert touched() == ["tests/test_a.py", "tests/test_c.py", "tests/test_twin.py"]
+    _edit(tests / "twin.py", "T = Z", "T = Z + 1")
+    assert "tests/test_twin.py" in touched()
+    _edit(tests / "helper.py", "H = 1", "H = 2")  # conftest.py runs with every test
+    assert touched() is None
+    _edit(tests / "helper.py", "H = 2", "H = 1")
+    assert touched() is not None
+    _edit(tests / "fixtures" / "m.json", "{}", "[]")  # data: no scan tells which test reads it
+    assert touched() is None
+
+
 def test_local_package_change_reexecutes_only_its_importer(tmp_path: Path) -> None:
     """A chapter importing a package from its own folder (here loading its modules dynamically, as the
     appendix's review does) is stale after an edit to any of its modules; a chapter that does not import it is

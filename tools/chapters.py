@@ -33,6 +33,7 @@ Usage::
     python tools/chapters.py check   [chapters/NAME.ipynb ...]
     python tools/chapters.py deps    chapters/NAME.ipynb                          # list a chapter's inputs
     python tools/chapters.py affected --since REV      # chapters changed, or with a changed input, since REV
+    python tools/chapters.py affected-tests --since REV  # the library test modules an edit since REV touches
 
 ``execute`` runs each notebook in a fresh kernel in its own folder, with ``BOOK_WIDGETS=static`` (as the tests
 and the book build do), stores the outputs in place and records the digest; ``-j N`` runs N chapters at a
@@ -215,6 +216,8 @@ def _resolve_path_literal(root: Path, text: str, bases: list[Path]) -> list[Path
     found: list[Path] = []
     for base in bases:
         try:
+            if not os.path.exists(base / text):  # most literals name nothing: one stat, not a realpath
+                continue
             cand = (base / text).resolve()
         except (OSError, ValueError):
             continue
@@ -445,6 +448,30 @@ def changed_files(base: str, root: Path = ROOT) -> set[str]:
     return changed
 
 
+def test_inputs(path: Path, root: Path = ROOT) -> set[str]:
+    """The files a test module depends on, found as a chapter's are (its imports, followed transitively, local
+    helpers of its folder such as ``twins.py`` included, and the files its string literals name), relative to
+    ``root``."""
+    root = root.resolve()
+    deps = _Deps(root, path.parent)
+    deps.scan_code(path.read_text())
+    return {_rel(p, root) for p in deps.files}
+
+
+def affected_tests(changed: set[str], root: Path = ROOT) -> list[str] | None:
+    """The library test modules (``tests/test_*.py``) an edit touches: those that changed or depend on a changed
+    file (``test_inputs``). ``None`` when every module must run: a changed file that is not an existing Python
+    file under ``lib/`` or ``tests/`` (a test may read data, chapters or tools in ways no scan sees), or one that
+    ``tests/conftest.py``, which every test runs, depends on."""
+    if any(not (n.endswith(".py") and n.startswith(("lib/", "tests/")) and (root / n).is_file()) for n in changed):
+        return None
+    tests = root / "tests"
+    if ({"tests/conftest.py"} | test_inputs(tests / "conftest.py", root)) & changed:
+        return None
+    return [_rel(f, root.resolve()) for f in sorted(tests.resolve().glob("test_*.py"))
+            if _rel(f, root.resolve()) in changed or test_inputs(f, root) & changed]
+
+
 def affected_chapters(paths: list[Path], changed: set[str], root: Path = ROOT) -> list[Path]:
     """The chapters that are themselves in ``changed`` or have an input in it."""
     import nbformat
@@ -515,7 +542,7 @@ def _report(i: int, n: int, path: Path, root: Path, dt: float, err: str) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("command", choices=["execute", "check", "deps", "affected"])
+    ap.add_argument("command", choices=["execute", "check", "deps", "affected", "affected-tests"])
     ap.add_argument("notebooks", nargs="*", type=Path, help="default: every chapter in _toc.yml")
     ap.add_argument("-j", "--jobs", type=int, default=1, help="chapters executed at a time (default 1)")
     ap.add_argument("--stale", action="store_true", help="execute only the chapters whose inputs changed")
@@ -542,6 +569,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "affected":
         for path in affected_chapters(paths, changed_files(args.since)):
             print(path.relative_to(ROOT))
+        return 0
+    if args.command == "affected-tests":  # one test module a line; "tests" when every one must run
+        tests = affected_tests(changed_files(args.since))
+        print("\n".join(["tests"] if tests is None else tests))
         return 0
     if args.command == "execute":
         if args.stale:

@@ -3,7 +3,9 @@
 #
 #   lint, stale-outputs, prose-numbers, equations, reader-layer   as in make test (seconds)
 #   lib-tests      pytest over the library on every core (the browser and PDF tests excluded, and the tools'
-#                  end-to-end tests unless a tool or the configuration changed)
+#                  end-to-end tests unless a tool or the configuration changed): when only Python files under
+#                  lib/ or tests/ changed since BASE, only the test modules that are among them or import one
+#                  of them (tools/chapters.py affected-tests: imports followed as for the chapters' digests)
 #   nbval          nbval, on this machine and on the simulated other one, of the chapters affected since BASE:
 #                  a chapter whose notebook changed, or one of whose inputs (tools/chapters.py deps) changed
 #
@@ -34,11 +36,19 @@ TOOL_PATHS=(tools _ext jupyter_config .ci Makefile _config.yml _toc.yml pyprojec
             tests/conftest.py tests/test_stale_outputs.py tests/test_download.py tests/test_other_machine.py)
 tool_changes=$( (git diff --name-only "$BASE" -- "${TOOL_PATHS[@]}"; git ls-files --others --exclude-standard -- \
   "${TOOL_PATHS[@]}") | head -n 1)
+touched=()
+listed=$("$PY" tools/chapters.py affected-tests --since "$BASE") || listed=tests  # when in doubt, every module
+if [ -n "$listed" ]; then mapfile -t touched <<< "$listed"; fi
 if [ -n "$tool_changes" ]; then
   step lib-tests "${LIB_TESTS[@]}"
-else
+elif [ "${touched[*]}" = tests ]; then
   step "lib-tests (the tools' end-to-end tests left to make test: no tool changed since $BASE)" \
     "${LIB_TESTS[@]}" -m "not browser and not pdf and not tools"
+elif [ "${#touched[@]}" -eq 0 ]; then
+  summary+=("  SKIP  lib-tests (no test module changed, or imports a file changed, since $BASE)")
+else
+  step "lib-tests (${#touched[@]} modules that import a file changed since $BASE; make test runs every one)" \
+    "${PYTEST_LIB[@]}" "${touched[@]}" -m "not browser and not pdf and not tools"
 fi
 mapfile -t affected < <("$PY" tools/chapters.py affected --since "$BASE")
 if [ "${#affected[@]}" -eq 0 ]; then

@@ -6,7 +6,8 @@
 #                             DIR/NAME.result (for a step in the background; returns CMD's exit status)
 #   bg_record DIR NAME NOTE [LINES]   print DIR/NAME.log (its last LINES lines) and record the step from
 #                             DIR/NAME.result, or as failed if it wrote none
-#   LIB_TESTS                 the library tests' command (needs $PY and $JOBS set before this file is sourced)
+#   LIB_TESTS                 the library tests' command (needs $PY and $JOBS set before this file is sourced);
+#                             PYTEST_LIB the same without the folder and the markers
 # After the steps: ${summary[@]} holds one line per step, $passed and $failed count them.
 # A step's CPU seconds are the user + system time of the processes it ran (bash's `times` for finished children,
 # so they include everything those processes waited for, and a background job reaped while the step ran):
@@ -14,7 +15,8 @@
 # The library tests, as both loops run them ($PY and $JOBS set by the caller): pytest-xdist's work-stealing
 # workers (a long test at the end no longer leaves one core idle), without nbval's plugin, which no library test
 # uses (it imports nbformat and jsonschema's format checks in every process), browser and PDF tests excluded
-LIB_TESTS=("$PY" -m pytest -q -n "$JOBS" --dist worksteal -p no:nbval tests -m "not browser and not pdf")
+PYTEST_LIB=("$PY" -m pytest -q -n "$JOBS" --dist worksteal -p no:nbval)  # LIB_TESTS without what it runs
+LIB_TESTS=("${PYTEST_LIB[@]}" tests -m "not browser and not pdf")
 summary=()
 failed=0
 passed=0
