@@ -9,10 +9,11 @@ A contents manager (the server side of opening and saving files) that, when Jupy
 - **shows the citations and figure numbers.** jupyterlab-myst has no bibliography (a ``{cite:p}`` role shows its
   key and "Citation Not Found", jupyter-book/jupyterlab-myst#127), and a figure the book makes from a code cell's
   output (myst-nb's ``mystnb.figure`` cell metadata) is no target it knows. ``{cite:p}`key``` becomes
-  "[Vaswani et al., 2017]" and ``{cite:t}`key``` "Vaswani et al. [2017]" (the HTML's labels, read from
-  ``references.bib``), and ``{numref}`fig-name``` of a figure of the same chapter "Fig. 2.2" (the chapter's
-  number from ``_toc.yml``, the figure's place in the chapter); ``{ref}`label``` of another page of the book
-  (which jupyterlab-myst cannot resolve) becomes a link to that notebook, named by its heading;
+  "[Vaswani et al., 2017]" and ``{cite:t}`key``` "Vaswani et al. [2017]" (written from ``references.bib`` by
+  sphinxcontrib-bibtex's author-year style, as the HTML's are), and ``{numref}`fig-name``` of a figure of the
+  same chapter "Fig. 2.2" (the chapter's number from ``_toc.yml``, the figure's place in the chapter);
+  ``{ref}`label``` of another page of the book (which jupyterlab-myst cannot resolve) becomes a link to that
+  notebook, named by its heading;
 - **shows its figures.** A notebook nobody signed on this computer is untrusted, and JupyterLab then shows
   "<Figure size 640x480 with 1 Axes>" instead of its stored SVG figures; the chapters of the book's own
   ``_toc.yml`` are marked trusted (their code is what the reader runs anyway), other notebooks are not;
@@ -94,26 +95,12 @@ def _format(raw: str, spec: str | None) -> str:
 # ---------------------------------------------------------------- citations and figure numbers
 
 
-def _names(entry: Any) -> str:
-    """The citation's names as the HTML's author-year style writes them: "Elman", "A and B", "A et al."."""
-    persons = entry.persons.get("author") or entry.persons.get("editor") or []
-    last = [" ".join(p.prelast_names + p.last_names).replace("{", "").replace("}", "") for p in persons]
-    if not last:
-        key = entry.fields.get("key") or entry.fields.get("organization") or entry.fields.get("title", "")
-        return str(key).replace("{", "").replace("}", "")[:30]
-    if len(last) == 1:
-        return last[0]
-    if len(last) == 2:
-        return f"{last[0]} and {last[1]}"
-    return f"{last[0]} *et al.*"
-
-
-Bibliography = dict[str, tuple[str, str, tuple]]
+Bibliography = dict[str, tuple[Any, tuple]]
 
 
 @lru_cache(maxsize=4)
 def _bibliography(bib: Path, mtime: float) -> Bibliography:  # noqa: ARG001 - mtime keys the cache
-    """key -> (names, year, sort key) of every entry of a BibTeX file; {} when it cannot be read. The sort key
+    """key -> (pybtex entry, sort key) of every entry of a BibTeX file; {} when it cannot be read. The sort key
     is the bibliography's order (author, year, title, BibTeX's protecting braces ignored), the order in which
     the HTML lists the works of one citation."""
     try:
@@ -123,21 +110,49 @@ def _bibliography(bib: Path, mtime: float) -> Bibliography:  # noqa: ARG001 - mt
         data, order = parse_file(str(bib)), SortingStyle()
     except Exception:  # noqa: BLE001 - no bibliography is no reason to fail opening a notebook
         return {}
-    return {key: (_names(e), str(e.fields.get("year", "n.d.")).strip("{}"),
-                  tuple(str(part).replace("{", "").replace("}", "") for part in order.sorting_key(e)))
+    return {key: (e, tuple(str(part).replace("{", "").replace("}", "") for part in order.sorting_key(e)))
             for key, e in data.entries.items()}
+
+
+def _markdown(parts: list) -> str:
+    """docutils nodes as markdown text: emphasis in asterisks, brackets escaped, raw nodes dropped."""
+    from docutils import nodes
+
+    out = []
+    for node in parts:
+        if isinstance(node, nodes.raw):
+            continue
+        if isinstance(node, nodes.emphasis):
+            out.append(f"*{node.astext()}*")
+        elif isinstance(node, nodes.Text):
+            out.append(str(node).replace("[", "\\[").replace("]", "\\]"))
+        else:
+            out.append(_markdown(node.children))
+    return "".join(out)
 
 
 def citation_text(kind: str | None, keys: str, bib: Bibliography) -> str | None:
     """``{cite:p}`a,b``` -> "[A et al., 2017, B, 2019]"; ``{cite:t}`a``` -> "A et al. [2017]" (markdown, the
-    brackets escaped); None if a key is not in the bibliography (the role is then left as it is)."""
+    brackets escaped), written by sphinxcontrib-bibtex's author-year style, the one the book's ``_config.yml``
+    names; None if a key is not in the bibliography or the style is not installed (the role is then left)."""
     found = [bib.get(k.strip()) for k in keys.split(",")]
     if not found or None in found:
         return None
-    found.sort(key=lambda entry: entry[2])
-    if kind == "t":
-        return ", ".join(f"{names} \\[{year}\\]" for names, year, _ in found)
-    return "\\[" + ", ".join(f"{names}, {year}" for names, year, _ in found) + "\\]"
+    try:
+        from types import SimpleNamespace
+
+        import pybtex_docutils
+        from sphinxcontrib.bibtex.style.referencing import format_references
+        from sphinxcontrib.bibtex.style.referencing.author_year import AuthorYearReferenceStyle
+        from sphinxcontrib.bibtex.style.template import SphinxReferenceInfo
+    except ImportError:
+        return None
+    # no Sphinx here: a builder named "latex" makes the style return the reference's text between two raw nodes
+    info = SphinxReferenceInfo(builder=SimpleNamespace(name="latex"), fromdocname="", todocname="",
+                               citation_id="", title=None, pre_text="", post_text="")
+    refs = [(entry, None, info) for entry, _ in sorted(found, key=lambda pair: pair[1])]
+    text = format_references(AuthorYearReferenceStyle(), "t" if kind == "t" else "p", refs)
+    return _markdown(text.render(pybtex_docutils.Backend()))
 
 
 def _find_up(start: Path, name: str, stop: Path) -> Path | None:
