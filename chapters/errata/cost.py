@@ -141,23 +141,23 @@ def training_length() -> dict[str, str]:
 @pitfall("tiled-attention")
 def quadratic_memory() -> dict[str, str]:
     """Time grows as n^2; memory only when the n x n weights are stored. At n = 10^4 one head's fp32 weights take
-    0.4 GB; a tiled kernel holds 128 keys' scores at a time, fewer entries than a recurrent layer's states."""
-    n, d, block = 10_000, 512, 128
+    0.4 GB; a tiled kernel holds 128 keys' scores at a time."""
+    n, block = 10_000, 128
+    d = 512
     assert fl.attention_score_flops(4096, d) == 4 * fl.attention_score_flops(2048, d)
     rng = np.random.default_rng(43)
     q, k, v = (rng.standard_normal((1024, 64)) for _ in range(3))
     agree(tiled_attention(q, k, v, block_size=block)[0], att.attention(q, k, v)[0], TOL)
-    stored, tile, rnn = n * n, n * block, n * d
-    assert tile < rnn < stored
+    stored, tile = n * n, n * block
+    assert tile < stored
     return {"n": count(n), "stored_gb": fixed(stored * BYTES_PER_DTYPE["fp32"] / GB, 1), "tile": count(tile),
-            "block": count(block),
-            "rnn": count(rnn), "d": count(d)}
+            "block": count(block)}
 
 
 @pitfall("tiled-attention")
 def inference_length() -> dict[str, str]:
     """In inference only one layer's n x n weights are held at a time: beside Llama 2 7B's fp16 weights, its 32
-    heads' fit an H100 up to n = 33,436, one head's up to 189,144."""
+    heads' weights fit an H100 up to n = 33,436, one head's up to 189,144."""
     heads = load_config(LLAMA).n_heads  # one layer's heads, 32
     fits = {h: longest_stored_n(h, BYTES_PER_DTYPE["fp16"], H100, llama_weight_bytes()) for h in (heads, 1)}
     assert fits[heads] == 33_436 and fits[1] == 189_144

@@ -1,5 +1,5 @@
 """Pitfalls about what attention replaced: recurrent networks (their gradients, their use of the hardware) and what
-attention and its position tables do and do not change."""
+attention does and does not change."""
 
 from __future__ import annotations
 
@@ -8,11 +8,9 @@ import torch
 
 import lib.attention as att
 import lib.recurrence as rec
-from lib.book.fmt import agree, count, fixed, percent
+from lib.book.fmt import agree, count, fixed
 from lib.constants import BYTES_PER_DTYPE
 from lib.flops import matmul_flops
-from lib.pt.model import Seq2SeqTransformer
-from lib.pt.train import VOCAB_SIZE, evaluate_by_length, reversal_batch, set_determinism, train
 
 from . import TOL, pitfall
 
@@ -87,24 +85,3 @@ def attention_dilutes() -> dict[str, str]:
     _, even = att.attention(np.zeros((1, d)), rng.normal(size=(n_long, d)), rng.normal(size=(n_long, d)))
     agree(even, np.full((1, n_long), 1 / n_long), 0, exact=True)
     return {"n": count(n_long), "weight": f"1/{count(n_long)}"}
-
-
-@pitfall("beyond")
-def learned_positions_level() -> dict[str, str]:
-    """The training chapter's model, trained alike with each position table on digit reversal: level."""
-    threads, deterministic = torch.get_num_threads(), torch.are_deterministic_algorithms_enabled()
-    set_determinism(seed=0, threads=1)
-    steps, batch, min_len, max_len = 160, 64, 2, 6
-    held_out = reversal_batch(600, min_len, max_len, torch.Generator().manual_seed(123))
-    accuracy = {}
-    for variant in ("sinusoidal", "learned"):
-        torch.manual_seed(0)
-        model = Seq2SeqTransformer(VOCAB_SIZE, 64, 4, 128, 2, norm="pre", positional=variant, max_len=32)
-        train(model, steps, batch_size=batch, min_len=min_len, max_len=max_len, lr=3e-3, seed=0, task="reverse")
-        accuracy[variant] = min(r.sequence_acc for r in evaluate_by_length(model, held_out).values())
-    torch.set_num_threads(threads)
-    torch.use_deterministic_algorithms(deterministic)
-    floor, gap = 0.9, 0.1  # asserted bounds: what the page prints holds on any machine
-    assert min(accuracy.values()) >= floor and abs(accuracy["learned"] - accuracy["sinusoidal"]) <= gap
-    return {"min_len": count(min_len), "max_len": count(max_len), "floor": percent(floor, 0),
-            "gap": count(round(100 * gap))}
