@@ -217,3 +217,23 @@ def test_roofline_diagram_returns_what_it_drew():
     with pytest.raises(ValueError, match="intensity"):
         diagrams_speed.roofline(ax, 1e12, 1e11, {"bad": 0.0})
     plt.close(fig)
+
+
+def test_decode_step_agrees_with_the_planners_roofline(llama, mixtral):
+    """The chapter's step (lib.speed) and the planner's (lib.planner.speed) count the same FLOPs and bytes, except
+    that the planner also reads the untied input table each step (it counts every stored weight as read)."""
+    from lib.planner import speed as planner_speed
+    from lib.planner.cli import report
+    from lib.planner.gpus import GPUS
+    from lib.planner.serving import ServingAssumptions
+
+    mem = GPUS["H100-80GB"].plan_bytes
+    for cfg, b, n in [(llama, 1, 2048), (llama, 16, 512), (mixtral, 8, 1024)]:
+        engine = ServingAssumptions.vllm_defaults(mem, "H100-80GB")
+        r = report(cfg, context=n + 1, users=1, gpu_memory_bytes=mem, dtype="bf16", kv_dtype="bf16", engine=engine)
+        m = planner_speed.describe(r, cfg)
+        theirs = planner_speed.decode_step_seconds(m, b, n - 1, 1, planner_speed.ROOFLINES["H100-80GB"])
+        ours = speed.decode_step(cfg, b, n)
+        assert theirs["flops"] == pytest.approx(ours.flops, rel=1e-12)
+        table = 2 * parameter_count(cfg).embedding
+        assert theirs["bytes"] == pytest.approx(ours.bytes + table, rel=1e-9)
