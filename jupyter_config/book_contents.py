@@ -30,7 +30,8 @@ in the cell's metadata, ``book_glue_source``, until then), the folding fields an
 file's own again, and a cell whose figure is a live slider (an ipywidgets reference, which means nothing
 outside the running kernel) keeps the static figure and frames the file stored, as long as its code is the
 stored code. So a chapter opened, run and saved holds the outputs the book renders; a chapter whose code the
-reader changed is stale for ``tools/chapters.py check`` as before.
+reader changed is stale for ``tools/chapters.py check`` as before. One saved with a widget reference anyway
+(from a JupyterLab without these settings) stops the book's build (``_ext/book_explore.py``).
 
 Enabled by ``jupyter_server_config.py`` beside this file, which ``tools/setup.sh`` makes ``.venv/bin/jupyter lab``
 load; elsewhere ``jupyter lab --config jupyter_config/jupyter_server_config.py``.

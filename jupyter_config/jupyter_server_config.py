@@ -1,5 +1,6 @@
-"""The book's JupyterLab settings: the contents manager that shows the glued numbers in the chapters' prose
-(``book_contents.py``, beside this file).
+"""The book's JupyterLab settings: the contents manager that opens a chapter as the book's page shows it (glued
+numbers, citations, figure numbers, hidden cells folded) and saves it unchanged (``book_contents.py``, beside
+this file).
 
 ``tools/setup.sh`` makes ``.venv/bin/jupyter lab`` load this file (``.venv/etc/jupyter/jupyter_server_config.py``);
 elsewhere: ``jupyter lab --config jupyter_config/jupyter_server_config.py``.
