@@ -15,7 +15,9 @@ with autosave every 2 s instead of 120 s, and drive it from the browser tests' C
 - the chapter's ``explore`` slider (ipywidgets, since the kernel was started by a Jupyter server) redraws its
   figure when moved: the image changes;
 - saved after all that, the chapter still holds the stored static figure and frames where the live slider was
-  (no widget reference the book would render as an empty box).
+  (no widget reference the book would render as an empty box);
+- and, against the built book (no JupyterLab needed): every citation and same-chapter figure reference the
+  contents manager writes reads as the HTML writes it.
 """
 
 from __future__ import annotations
