@@ -5,22 +5,31 @@
    (``lib.book.widgets.explore``) appear as their static panel grid.
 2. That page is served on 127.0.0.1 and opened in the system Chromium (Playwright drives it; no browser is
    downloaded). Once MathJax has typeset every equation, ``_static/pdf/book.js`` (with the print styles of
-   ``_static/pdf/print.css``) turns the web page into a book's body: the site's navigation, buttons and
+   ``_static/pdf/print.css``) turns the web page into a book's body, typeset in TeX Gyre Pagella, justified and
+   hyphenated (TeX's patterns, ``_static/pdf/vendor/hyphen``), with code in 8.1 pt DejaVu Sans Mono (91 columns fit).
+   Sentences true only on the web page ("drag the slider") are rewritten for print (``_static/pdf/print_text.json``),
+   the in-page calculator becomes a table of its answers for four presets, and links to the book's own files point
+   to ``html.baseurl`` (or ``$BOOK_URL``) or, with none, are plain text. The site's navigation, buttons and
    "Show/Hide code cell" labels are removed, a cell tagged ``hide-input`` prints its output only, every other
    collapsed cell is opened, empty frames are dropped, a code or output box of up to 12 lines never splits
    across pages and a longer one splits between its lines (so no page ends with an empty frame), code and
    output lines wrap with a hanging indent that keeps their indentation, figures print as the vector graphics
    (SVG) the chapters store, captions print dark, each part gets a title page, each chapter starts a new page,
    and a table of contents with page numbers comes first.
-3. The body is printed twice (A4, page numbers in the footer): the first print tells on which page each part,
+3. The body is printed twice or more (A4): the first print tells on which page each part,
    chapter and section starts (Chromium's named destinations, read with pypdf), the second carries those
    numbers in the contents. A cover (``_static/pdf/cover.html``: title, subtitle, version and date) is printed
-   on its own, without a page number, and put in front; pypdf adds the outline (bookmarks: parts, chapters,
-   sections), page labels (the cover is "i", the body's numbers are the printed ones) and the document's title.
+   on its own, without a page number, and put in front. The margins are printed as pages of their own
+   (``_static/pdf/heads.html``) and laid over the body's pages: a running head with the page number at its outer
+   end, the chapter on left pages and the section on right ones (formulas as MathML), an opening page's number
+   centred below its text. pypdf adds the outline (bookmarks: parts, chapters, sections, their formulas as Unicode,
+   "Why √dₖ and not dₖ?"), page labels (the cover is "i", the body's numbers are the printed ones) and the title.
 4. When the HTML book exists (``make book``), it is rebuilt (fast: nothing is re-executed) so that it carries the
    PDF and its front page links to it (``_ext/book_html.py``).
 
-Why Chromium and not Jupyter Book's LaTeX builder: see the README ("The PDF").
+Why Chromium and not Jupyter Book's LaTeX builder: see the README ("The PDF"). Paged.js (npm pagedjs 0.4.3) was
+tried on two chapters: 0.2 s a page and running heads by ``string-set``, but a code box it split across pages lost its
+line breaks and spaces; Chromium prints boxes whole, and the margins here are its own print laid over the body.
 
 Usage: ``python tools/build_pdf.py [--output PATH] [--workdir DIR]``. Chromium: ``$CHROMIUM``, else ``chromium``
 on the PATH. Nothing is requested from any other host: the book works offline.

@@ -74,10 +74,13 @@ window.bookPdf = {
         }
       }
     });
-    // A paragraph that leads into a cell ("In code:") stays whole on the page of the cell's start.
+    // A paragraph that leads into a cell ("In code:") stays whole on the page of the cell's start; not one that
+    // leads into a figure, which moves to the next page whole when it does not fit (kept with it, the paragraph
+    // left more than half a page empty, 3 pages)
     document.querySelectorAll('p').forEach(p => {
       const next = p.nextElementSibling;
-      if (next && next.classList.contains('cell') && p.textContent.trim().endsWith(':')) p.classList.add('book-lead');
+      if (next && next.classList.contains('cell') && p.textContent.trim().endsWith(':') &&
+          !next.querySelector('figure, img, svg')) p.classList.add('book-lead');
     });
     // and so does a cell's input or output frame with at most 12 lines in all
     document.querySelectorAll('.cell_input, .cell_output').forEach(frame => {
