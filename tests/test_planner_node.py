@@ -5,6 +5,7 @@ calculator applies only the generic formulas to the descriptions Python normalis
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 from dataclasses import replace
@@ -289,3 +290,119 @@ process.stdout.write(JSON.stringify(cs.map(([c, n, dt]) => P.engineCache(c, n, d
         assert js["perSequence"] == eng.kv_bytes_per_sequence(em, n, dt), (desc["name"], n)
         assert js["state"] == eng.state_bytes_per_sequence(em, dt), desc["name"]
         assert desc["parameters"]["total"] == em.total
+
+
+# ---- the serving plan the page shows by default: the command line's (vLLM's accounting), same verdict ----
+
+SERVING_RUNNER = """
+const planner = require(process.argv[1]);
+const inp = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+const P = planner(inp.bytes_per_dtype, inp.serving);
+process.stdout.write(JSON.stringify(inp.cases.map(([c, f]) => {
+  try { return P.servingPlan(c, f); } catch (e) { return String(e.message); }
+})));
+"""
+# (model, users, context, --gpu or a size in bytes, --dtype, --kv-dtype, --vllm-version, --overhead in bytes,
+# --max-num-seqs): the CLI's defaults first, then windows, experts, latent caches, learned positions, quantised
+# weights, the max_num_seqs cap with users waiting, a card outside vLLM's large defaults, older bands, a fixed
+# overhead and a size entered by hand
+SERVING_CASES = [
+    ("Llama-2-7b-hf", 1, 4096, "H100-80GB", "bf16", "bf16", "0.12", None, 0),
+    ("Llama-2-7b-hf", 1500, 4096, "H200", "bf16", "bf16", "0.12", None, 0),
+    ("Llama-2-7b-hf", 300, 8192, "H100-80GB", "bf16", "fp8", "0.12", None, 0),
+    ("Mistral-7B-v0.1", 1500, 512, "H200", "bf16", "bf16", "0.12", None, 0),
+    ("Qwen3-8B", 1000, 1024, "H100-80GB", "bf16", "fp8", "0.12", None, 256),
+    ("Mistral-7B-v0.1", 64, 32768, "H100-80GB", "bf16", "bf16", "0.12", None, 0),
+    ("Mistral-7B-v0.1", 3000, 8192, "H200", "fp8", "fp8", "0.12", None, 0),
+    ("Mixtral-8x7B-v0.1", 64, 8192, "H100-80GB", "bf16", "bf16", "0.12", None, 0),
+    ("Mixtral-8x7B-v0.1", 64, 8192, "A100-80GB", "int4", "bf16", "0.10", None, 0),
+    ("DeepSeek-V2-Lite", 100, 16384, "H100-80GB", "bf16", "bf16", "0.12", None, 0),
+    ("DeepSeek-V2-Lite", 8, 8192, "L40S", "int8", "fp8", "v0", None, 0),
+    ("gpt2", 500, 1024, "T4", "fp32", "fp16", "0.12", None, 0),
+    ("Falcon-7B", 20, 2048, "RTX-4090", "bf16", "bf16", "0.10", None, 0),
+    ("Qwen3-8B", 64, 8192, "H100-80GB", "bf16", "bf16", "0.12", 3 * GiB, 0),
+    ("Qwen3-8B", 64, 8192, 48 * GB, "bf16", "bf16", "0.12", None, 0),
+]
+
+
+def _page_inputs(users, context, card, dtype, kv_dtype, band, overhead, seqs) -> dict:
+    preset = isinstance(card, str)
+    return dict(context=context, users=users, gpu=card if preset else None, gpuMemoryBytes=None if preset else card,
+                memoryFraction=0.9, dtype=dtype, kvDtype=kv_dtype, overheadBytes=overhead, band=band,
+                maxNumSeqs=seqs, maxNumBatchedTokens=0)
+
+
+def test_planner_js_serving_plan_equals_the_command_line() -> None:
+    """For every case, the page's plan is lib.planner.cli.report's tensor-parallel plan under the same settings:
+    GPUs, degree, replicas, sequences per replica (after max_num_seqs), users waiting, weights, KV cache per GPU,
+    the activation peak, and the verdict word for word (a fixed overhead: no verdict, as the CLI gives none)."""
+    from lib.planner.cli import report, serving_web_data
+    from lib.planner.serving import ServingAssumptions
+
+    models = {n: load_config(ROOT / "tests" / "fixtures" / f"{n}.config.json") for n, *_ in SERVING_CASES}
+    cases = [(normalised(models[n]), _page_inputs(*rest)) for n, *rest in SERVING_CASES]
+    out = subprocess.run([NODE, "-e", SERVING_RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
+                         input=json.dumps({"bytes_per_dtype": BYTES_PER_DTYPE, "serving": serving_web_data(),
+                                           "cases": cases}),
+                         capture_output=True, text=True, timeout=60, check=True)
+    got = json.loads(out.stdout)
+    verdicts, waiting = 0, 0
+    for (name, users, context, card, dtype, kv_dtype, band, overhead, seqs), js in zip(SERVING_CASES, got,
+                                                                                       strict=True):
+        preset = isinstance(card, str)
+        settings_ = {"vllm_version": band, **({"max_num_seqs": seqs} if seqs else {})}
+        engine = ServingAssumptions.vllm_defaults(card if not preset else _plan_bytes(card),
+                                                  card if preset else "", **settings_)
+        r = report(models[name], context=context, users=users, gpu_name=card if preset else None,
+                   gpu_memory_bytes=None if preset else card, dtype=dtype, kv_dtype=kv_dtype, engine=engine,
+                   overhead_bytes=overhead, max_pp=1)
+        s, tp = r["serving"], r["serving"]["tensor_parallel"]
+        assert isinstance(js, dict), (name, js)
+        p = js["plan"]
+        assert (p["gpus"], p["tpDegree"], p["replicas"], p["sequencesPerReplica"], p["waitingUsers"]) == (
+            tp["gpus"], tp["tp_degree"], tp["replicas"], tp["sequences_per_replica"], tp["waiting_users"]), name
+        assert p["cacheSequencesPerReplica"] == tp["cache_sequences_per_replica"], name
+        assert js["weightsBytes"] == r["weights_bytes"], name
+        assert math.ceil(p["kvBytesPerGpu"]) == tp["kv_bytes_per_gpu"], name
+        assert math.ceil(p["overheadBytesPerGpu"]) == tp["overhead_bytes_per_gpu"], name
+        assert js["verdict"] == s["verdict"], name
+        if overhead is None:
+            assert math.ceil(js["activationBytes"]) == s["activation_peak_bytes"], name
+            assert js["engine"]["maxNumSeqs"] == s["max_num_seqs"], name
+            assert js["nonTorchBytes"] == s["non_torch_bytes"], name
+            verdicts += 1
+        if tp["waiting_users"]:
+            assert js["limit"] is not None and f"{tp['waiting_users']:,} users would wait" in js["limit"]
+            assert js["limit"] in s["assumptions"], name
+            waiting += 1
+    assert verdicts == len(SERVING_CASES) - 1 and waiting >= 2
+
+
+def _plan_bytes(card: str) -> int:
+    from lib.planner.gpus import GPUS
+
+    return GPUS[card].plan_bytes
+
+
+def test_planner_js_starts_from_the_command_lines_defaults() -> None:
+    """The page's defaults are the CLI's (planner_html embeds them): H100-80GB at the engine's total, vLLM's
+    newest band, context 4,096, one user, utilization 0.9; and vLLM's max_num_seqs rule for the cards."""
+    from lib.planner.cli import serving_web_data
+    from lib.planner.command import _parser
+    from lib.planner.gpus import GPUS
+    from lib.planner.serving import DEFAULT_BAND, vllm_batch_defaults
+
+    sv = serving_web_data()
+    args = _parser().parse_args(["x.json"])
+    assert (sv["default_gpu"], sv["context"], sv["users"], sv["gpu_memory_utilization"], sv["block_size"]) == (
+        GPUS[args.gpu].name, args.context, args.users, args.utilization, args.block_size)
+    assert sv["default_band"] == DEFAULT_BAND and sv["gpus"]["H100-80GB"] == GPUS["H100-80GB"].plan_bytes
+    runner = """
+const P = require(process.argv[1])({}, JSON.parse(process.argv[2]));
+const cs = JSON.parse(require('fs').readFileSync(0, 'utf8'));
+process.stdout.write(JSON.stringify(cs.map(([b, n]) => P.batchDefaults(b, n))));
+"""
+    cards = [(g.plan_bytes, name) for name, g in GPUS.items()] + [(48 * GB, ""), (75 * GiB, ""), (70 * GiB - 1, "")]
+    out = subprocess.run([NODE, "-e", runner, str(ROOT / "lib" / "planner" / "web" / "planner.js"), json.dumps(sv)],
+                         input=json.dumps(cards), capture_output=True, text=True, timeout=60, check=True)
+    assert [tuple(x) for x in json.loads(out.stdout)] == [vllm_batch_defaults(b, n) for b, n in cards]

@@ -37,10 +37,15 @@ from .config import (
 )
 from .counts import attention_parameters, layer_active_parameters, layer_parameters, norm_parameters, parameter_count
 from .flops import forward_flops, model_crossover_length
-from .gpus import gpu
+from .gpus import GPUS, gpu
 from .quant import Quantisation, checkpoint_bytes, for_dtype, read_quantisation
 from .serving import (
+    _BIG_GPU,
+    DEFAULT_BAND,
     MODEL_ERROR_BYTES,
+    NON_TORCH_ALONE,
+    NON_TORCH_PARALLEL,
+    SAMPLER_BYTES_PER_LOGIT,
     VLLM_BANDS,
     GPUPlan,
     ServingAssumptions,
@@ -50,12 +55,13 @@ from .serving import (
     fit_verdict,
     plan_gpus,
     serving_plan,
+    vllm_batch_defaults,
 )
 from .train_cli import TRAINING_KEYS
 from .units import as_count, bytes_per_element
 
 __all__ = ["SCHEMA_VERSION", "JSON_KEYS", "read_model", "report", "engine_report", "format_report", "normalised",
-           "layer_kinds", "planner_html", "main"]
+           "layer_kinds", "serving_web_data", "planner_html", "main"]
 
 #: Version of the ``--json`` layout: bumped on any rename or change of meaning of a key in :data:`JSON_KEYS`.
 SCHEMA_VERSION = 3
@@ -539,12 +545,40 @@ def _whole(b: float) -> int:
     return int(-(-b // 1))
 
 
+def serving_web_data() -> dict[str, Any]:
+    """What the in-page calculator needs to plan as the command line does, read from the Python rules so the page
+    repeats no constant: the GPU presets (the total vLLM divides up, :attr:`lib.planner.gpus.GPU.plan_bytes`),
+    vLLM's batch defaults for a large and a small card (:func:`~lib.planner.serving.vllm_batch_defaults`, server
+    entry) and the threshold between them, the sampler's bytes per logit, the non-torch figures, the model's error
+    and the command line's defaults (context 4,096, one user, utilization 0.9, block size 16, the newest band)."""
+    defaults = ServingAssumptions()
+    return {
+        "gpus": {name: card.plan_bytes for name, card in GPUS.items()},
+        "default_gpu": "H100-80GB",
+        "big_gpu_bytes": _BIG_GPU,
+        "batch_defaults_big": list(vllm_batch_defaults(_BIG_GPU)),
+        "batch_defaults_small": list(vllm_batch_defaults(1)),
+        "excluded_from_big": "a100",
+        "sampler_bytes_per_logit": SAMPLER_BYTES_PER_LOGIT,
+        "non_torch_alone": NON_TORCH_ALONE,
+        "non_torch_parallel": NON_TORCH_PARALLEL,
+        "model_error_bytes": MODEL_ERROR_BYTES,
+        "bands": dict(VLLM_BANDS),
+        "default_band": DEFAULT_BAND,
+        "gpu_memory_utilization": defaults.gpu_memory_utilization,
+        "block_size": defaults.block_size,
+        "context": 4096,
+        "users": 1,
+    }
+
+
 def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_id: str = "planner-app") -> str:
     """HTML for the in-page calculator: a ``<div>`` carrying the presets' normalised descriptions
     (:func:`normalised`, built here at book-build time: a model only transformers knows is read by the engine
-    then), ``BYTES_PER_DTYPE`` and the speed data (:func:`lib.planner.speed.web_data`: each preset's roofline
-    description, the cards, the efficiencies) as JSON, then ``lib/planner/web/planner.js`` inline (no kernel, no
-    network).
+    then), ``BYTES_PER_DTYPE``, the serving rules' data (:func:`serving_web_data`: the calculator starts from the
+    command line's defaults and plans as it does) and the speed data (:func:`lib.planner.speed.web_data`: each
+    preset's roofline description, the cards, the efficiencies) as JSON, then ``lib/planner/web/planner.js`` inline
+    (no kernel, no network).
     tests/test_planner_node.py checks the script against :mod:`lib.sizing` under Node, tests/browser/test_planner.py
     in Chromium."""
     if not presets:
@@ -557,7 +591,7 @@ def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_
     from .speed import web_data
 
     data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: normalised(c, name) for name, c in presets.items()},
-            "speed": web_data(presets)}
+            "speed": web_data(presets), "serving": serving_web_data()}
     style = (
         f"<style>#{element_id} form{{display:grid;grid-template-columns:repeat(auto-fill,minmax(17em,1fr));"
         f"gap:.3em 1.2em;margin-bottom:.8em}}#{element_id} label{{display:flex;justify-content:space-between;"

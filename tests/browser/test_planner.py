@@ -2,8 +2,10 @@
 
 The calculator is plain JavaScript (lib/planner/web/planner.js) with no kernel; these tests fill in its form the way a
 reader would, read the numbers it shows (each output cell carries its exact value in ``data-value``), and
-compare them with lib.sizing for the same inputs: every preset model, edited architectures, other dtypes and
-units, and bad input.
+compare them with lib.sizing for the same inputs: every preset model on the command line's defaults (the same plan
+and verdict), the max_num_seqs cap, a fixed overhead, edited architectures, other dtypes and units, and bad input.
+One test opens the built chapter; the others a page made of lib.planner.cli.planner_html alone (the chapter embeds
+the same HTML).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import pytest
 from page_checks import without_math
 
 from lib.constants import GB, GiB
+from lib.planner.cli import planner_html, report
 from lib.planner.config import load_config
 from lib.sizing import model_kv_bytes_per_token, model_kv_cache_bytes, parameter_count, plan_gpus, weight_bytes
 
@@ -53,12 +56,13 @@ def _set(page, **fields: object) -> None:
 
 
 def _check(page, cfg, *, context: int, users: int, gpu_bytes: int, dtype: str, kv_dtype: str, frac: float,
-           overhead_gb: float) -> None:
+           overhead_gib: float) -> None:
+    """The page with a fixed overhead (the CLI's --overhead): lib.sizing.plan_gpus's plan."""
     error = page.text_content("#planner-out-error")
     assert error == "", f"{cfg.name}: the calculator reports {error!r}"
     p = parameter_count(cfg)
     plan = plan_gpus(cfg, users=users, context=context, gpu_memory_bytes=gpu_bytes, memory_fraction=frac,
-                     overhead_bytes=overhead_gb * GB, dtype=dtype, kv_dtype=kv_dtype)
+                     overhead_bytes=overhead_gib * GiB, dtype=dtype, kv_dtype=kv_dtype)
     want = {
         "params_total": p.total,
         "params_active": p.active,
@@ -75,58 +79,108 @@ def _check(page, cfg, *, context: int, users: int, gpu_bytes: int, dtype: str, k
     assert page.text_content("#planner-out-gpus") == str(plan.gpus)
     weights_text = page.text_content("#planner-out-weights")
     assert f"{want['weights'] / GB:,.2f} GB" in weights_text and f"{want['weights'] / GiB:,.2f} GiB" in weights_text
+    assert "given" in page.text_content("#planner-out-overhead")
 
 
-@pytest.mark.parametrize("preset", PRESETS)
-def test_presets_match_lib(page, site_url: str, preset: str) -> None:
+def _page_with_presets(page) -> None:
+    """The calculator as planner_html builds it for the chapter's presets (the chapter embeds the same HTML)."""
+    models = {name: load_config(FIXTURES / f"{name}.config.json") for name in PRESETS}
+    page.set_content("<html><body>" + planner_html(models) + "</body></html>")
+    page.wait_for_selector("#planner-app #planner-out-gpus", timeout=15_000)
+
+
+def test_page_embeds_the_calculator_with_the_cli_verdict(page, site_url: str) -> None:
+    """The chapter's calculator opens on the CLI's defaults and says what the CLI says for its first preset."""
     _open(page, site_url)
-    _set(page, preset=preset)
-    workload = dict(context=8192, users=64, gpu_memory=80, memory_fraction=0.9, overhead=1.5, dtype="bf16",
-                    kv_dtype="fp8")
-    _set(page, **workload)
-    cfg = load_config(FIXTURES / f"{preset}.config.json")
-    assert int(page.input_value("#planner-n_layers")) == cfg.n_layers
-    _check(page, cfg, context=8192, users=64, gpu_bytes=80 * GB, dtype="bf16", kv_dtype="fp8", frac=0.9,
-           overhead_gb=1.5)
+    cfg = load_config(FIXTURES / f"{PRESETS[0]}.config.json")
+    assert page.input_value("#planner-gpu") == "H100-80GB"
+    assert page.text_content("#planner-out-verdict") == report(cfg)["serving"]["verdict"]
     assert not _script_errors(page), _script_errors(page)
 
 
-def test_edited_architecture_and_units(page, site_url: str) -> None:
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_open_on_the_cli_plan(page, preset: str) -> None:
+    """Each preset, untouched but for the workload: the CLI's plan (H100-80GB at the engine's total, vLLM's
+    activation peak and non-torch memory, vLLM's window reservation) and its verdict, word for word."""
+    _page_with_presets(page)
+    _set(page, preset=preset)
+    _set(page, context=8192, users=64, kv_dtype="fp8")
+    cfg = load_config(FIXTURES / f"{preset}.config.json")
+    assert int(page.input_value("#planner-n_layers")) == cfg.n_layers
+    assert page.text_content("#planner-out-error") == ""
+    r = report(cfg, context=8192, users=64, kv_dtype="fp8", max_pp=1)
+    tp = r["serving"]["tensor_parallel"]
+    assert (_value(page, "gpus"), _value(page, "layout"), _value(page, "weights")) == (
+        tp["gpus"], tp["tp_degree"], r["weights_bytes"])
+    assert page.text_content("#planner-out-verdict") == r["serving"]["verdict"]
+    assert _value(page, "overhead") == pytest.approx(tp["overhead_bytes_per_gpu"], abs=1)
+    assert "activation peak" in page.text_content("#planner-out-overhead")
+    assert not _script_errors(page), _script_errors(page)
+
+
+def test_max_num_seqs_caps_and_users_wait(page) -> None:
+    """1,500 users of Mistral at 512 tokens on an H200: the cache holds more than vLLM runs at once; the page
+    counts max_num_seqs per replica and says how many users would wait, as the CLI does."""
+    _page_with_presets(page)
+    _set(page, preset="Mistral-7B-v0.1", gpu="H200")
+    _set(page, context=512, users=1500)
+    r = report(load_config(FIXTURES / "Mistral-7B-v0.1.config.json"), context=512, users=1500, gpu_name="H200",
+               max_pp=1)
+    tp = r["serving"]["tensor_parallel"]
+    assert tp["waiting_users"] > 0 and _value(page, "concurrency") == tp["sequences_per_replica"] == 1024
+    assert f"{tp['waiting_users']:,} users would wait" in page.text_content("#planner-out-concurrency")
+    assert _value(page, "gpus") == tp["gpus"]
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_presets_with_a_fixed_overhead_match_lib(page, preset: str) -> None:
+    _page_with_presets(page)
+    _set(page, preset=preset)
+    workload = dict(context=8192, users=64, gpu="custom", gpu_unit="GB", gpu_memory=80, memory_fraction=0.9,
+                    overhead=1.5, dtype="bf16", kv_dtype="fp8")
+    _set(page, **workload)
+    cfg = load_config(FIXTURES / f"{preset}.config.json")
+    _check(page, cfg, context=8192, users=64, gpu_bytes=80 * GB, dtype="bf16", kv_dtype="fp8", frac=0.9,
+           overhead_gib=1.5)
+    assert not _script_errors(page), _script_errors(page)
+
+
+def test_edited_architecture_and_units(page) -> None:
     """A reader turns Llama 2 7B into a grouped-query model with a window, on 141 GiB cards in fp16/int8."""
-    _open(page, site_url)
+    _page_with_presets(page)
     _set(page, preset="Llama-2-7b-hf")
-    _set(page, n_kv_heads=8, sliding_window=1024, context=32768, users=300, gpu_memory=141, gpu_unit="GiB",
-         memory_fraction=0.85, overhead=0, dtype="fp16", kv_dtype="int8")
+    _set(page, n_kv_heads=8, sliding_window=1024, context=32768, users=300, gpu="custom", gpu_unit="GiB",
+         gpu_memory=141, memory_fraction=0.85, overhead=0, dtype="fp16", kv_dtype="int8")
     cfg = replace(load_config(FIXTURES / "Llama-2-7b-hf.config.json"), n_kv_heads=8, sliding_window=1024)
     _check(page, cfg, context=32768, users=300, gpu_bytes=141 * GiB, dtype="fp16", kv_dtype="int8", frac=0.85,
-           overhead_gb=0)
+           overhead_gib=0)
     # and the GQA saving is the one the chapter states: 4x fewer bytes per token than the multi-head preset
     assert _value(page, "kv_token") == 2 * 32 * 8 * 128 * 1
 
 
-def test_bad_input_is_reported_not_computed(page, site_url: str) -> None:
-    _open(page, site_url)
+def test_bad_input_is_reported_not_computed(page) -> None:
+    _page_with_presets(page)
     _set(page, preset="Mistral-7B-v0.1")
     _set(page, n_kv_heads=5)
     assert "not divisible by 5 key/value heads" in page.text_content("#planner-out-error")
     assert _value(page, "gpus") is None and page.text_content("#planner-out-gpus") == ""
     _set(page, n_kv_heads=8, users=0)
     assert "users must be a positive whole number" in page.text_content("#planner-out-error")
-    _set(page, users=1, gpu_memory=0.1)  # 100 MB cards: nothing fits
+    _set(page, users=1, gpu="custom", gpu_unit="GB", gpu_memory=0.1)  # 100 MB cards: nothing fits
     assert "does not fit" in page.text_content("#planner-out-error")
     _set(page, gpu_memory=80)
     assert page.text_content("#planner-out-error") == "" and _value(page, "gpus") == 1
     assert not _script_errors(page), _script_errors(page)
 
 
-def test_javascript_formulas_match_lib_on_random_models(page, site_url: str) -> None:
+def test_javascript_formulas_match_lib_on_random_models(page) -> None:
     """The page's planner functions, called directly, against lib.sizing on 60 random variations of the presets."""
     import random
     from dataclasses import asdict
 
     from lib.sizing import bytes_per_element
 
-    _open(page, site_url)
+    _page_with_presets(page)
     rng = random.Random(0)
     dtypes = ["fp32", "bf16", "fp16", "fp8", "int8", "int4"]
     checked = 0

@@ -7,11 +7,10 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from lib.constants import GB
 from lib.planner import speed as sp
 from lib.planner.cli import planner_html, read_model, report
 from lib.planner.gpus import ROOFLINES
-from lib.sizing import plan_gpus
+from lib.planner.serving import GPUPlan
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 NAMES = ["Llama-2-7b-hf", "Mixtral-8x7B-v0.1", "Qwen3.5-4B"]
@@ -38,8 +37,8 @@ def test_speed_rows_equal_python(page) -> None:
     page.select_option("#planner-speed-card", "A100-80GB")
     assert page.text_content("#planner-out-speed-error") == ""
     cfg = models["Llama-2-7b-hf"]
-    plan = plan_gpus(cfg, users=64, context=4096, gpu_memory_bytes=80 * GB, memory_fraction=0.9, overhead_bytes=0)
-    r = report(cfg, context=4096, users=64, gpu_memory_bytes=80 * GB)
+    r = report(cfg, context=4096, users=64, max_pp=1)  # the page's plan: the CLI's on its default H100-80GB
+    plan = GPUPlan(**r["serving"]["tensor_parallel"])
     s = sp.serve(sp.describe(r, cfg), ROOFLINES["A100-80GB"], tp=plan.tp_degree,
                  batch=math.ceil(64 / plan.replicas), n_in=3840, n_out=256)
     assert math.isclose(_value(page, "prefill"), s["prefill_seconds"], rel_tol=1e-9)

@@ -2,13 +2,18 @@
 // lib.planner.serving and, for a training step, lib.planner.training and lib.planner.train_cli, line for line,
 // and a small form. Family quirks are not here: lib.planner.cli.planner_html embeds the presets' normalised
 // descriptions (lib.planner.cli.normalised), read once in Python; the same functions run under Node and in a
-// browser against the Python planner, number for number.
+// browser against the Python planner, number for number. The form starts from the command line's defaults
+// (lib.planner.cli.serving_web_data: H100-80GB at the total vLLM divides up, vLLM's activation peak and non-torch
+// memory, max_num_seqs, the sliding-window reservation) and gives the command line's plan and verdict.
 // Units: GB = 1e9 bytes, GiB = 2^30 bytes (lib/constants.py); bytes per element as lib.constants.BYTES_PER_DTYPE.
 (function () {
   "use strict";
   const GB = 1e9, GiB = 2 ** 30, KiB = 2 ** 10;
 
-  function planner(BYTES_PER_DTYPE) {
+  // BYTES_PER_DTYPE: lib.constants.BYTES_PER_DTYPE; SERVING: lib.planner.cli.serving_web_data() (presets, vLLM's
+  // defaults and figures), needed by the serving plan only
+  function planner(BYTES_PER_DTYPE, SERVING) {
+    const SV = SERVING || {};
     function bytesPerElement(dtype) {
       if (!(dtype in BYTES_PER_DTYPE)) throw new Error("unknown dtype " + dtype);
       return BYTES_PER_DTYPE[dtype];
@@ -61,7 +66,12 @@
       const lmHead = c.tie_embeddings ? 0 : c.vocab_size * d;
       const norms = c.n_layers * c.norms_per_layer * norm + norm;
       const total = embedding + lmHead + c.n_layers * attn + ffn + norms;
-      return { total: total, active: total - ffn + ffnActive, kvProjection: c.n_layers * kv };
+      return { total: total, active: total - ffn + ffnActive, kvProjection: c.n_layers * kv,
+        attention: c.n_layers * attn, ffn: ffn };
+    }
+    // lib.planner.counts.layer_parameters: attention, feed-forward block and norms of layer i
+    function layerParams(c, i) {
+      return attentionParams(c)[0] + ffnLayer(c, i)[0] + c.norms_per_layer * c.d_model * (c.norm_bias ? 2 : 1);
     }
     // lib.planner.cache.kv_elements_per_token_layer x bytes
     function kvBytesPerTokenLayer(c, kvDtype) {
@@ -101,25 +111,161 @@
         : (params.total - params.kvProjection + params.kvProjection * kvRep) * p / t;
       return { weightBytesPerGpu: w, kvBytesPerTokenPerGpu: kvBytesPerToken(c, kvDtype) * share };
     }
-    // lib.planner.serving.plan_gpus with one pipeline stage (a fixed overhead per GPU)
-    function planGpus(c, o) {
-      const usable = o.memoryFraction * o.gpuMemoryBytes - o.overheadBytes;
-      if (!(usable > 0)) throw new Error("nothing is left per GPU after the overhead");
+    // lib.planner.quant.for_dtype's layouts (--dtype fp8, int8, int4): bytes per parameter of a d x d matrix with
+    // its scales (Quantisation.tensor_bytes((d, d)) / d^2); null for a 16- or 32-bit dtype
+    function quantRate(dtype, d) {
+      const n = d * d;
+      if (dtype === "fp8") return (n + 4) / n;  // fp8, one fp32 scale per matrix
+      if (dtype === "int8") return (n + d * 4) / n;  // int8, one fp32 scale per output row
+      if (dtype === "int4") return (n * 4 / 8 + d * Math.ceil(d / 128) * (2 + 4 / 8)) / n;  // AWQ: groups of 128
+      return null;
+    }
+    // lib.planner.serving._search with one pipeline stage over the hand-read description (_plan, _stage_loads):
+    // o.overhead(t) the bytes subtracted per GPU (default o.overheadBytes), o.tokensFor(w) the tokens a layer of
+    // window w holds per sequence (default min(context, w)), o.seqCap the engine's max_num_seqs (null: none),
+    // o.layerRate the bytes per decoder-layer parameter of quantised matrices (o.weightsBytes the whole model's)
+    function search(c, o) {
+      const p = bytesPerElement(o.dtype), pLayer = o.layerRate == null ? p : o.layerRate;
+      const params = parameterCount(c);
+      const weights = o.weightsBytes == null ? params.total * p : o.weightsBytes;
       const kvSeq = kvBytesPerSequence(c, o.context, o.kvDtype);
       const kvTotal = kvSeq * o.users;
-      const weights = parameterCount(c).total * bytesPerElement(o.dtype);
       const naive = Math.max(1, Math.ceil((weights + kvTotal) / o.gpuMemoryBytes));
+      const overhead = o.overhead || (() => o.overheadBytes);
+      const tokensFor = o.tokensFor || ((w) => cachedTokens(o.context, w));
+      const [, kvLayer] = attentionParams(c), norm = c.d_model * (c.norm_bias ? 2 : 1);
+      const norms = c.norms_per_layer * norm * c.n_layers;
+      let layers = 0;
+      for (let i = 0; i < c.n_layers; i++) layers += layerParams(c, i);
+      const embed = c.vocab_size * c.d_model + c.n_positions * c.d_model, head = c.vocab_size * c.d_model;
+      const tokens = windows(c).reduce((s, w) => s + tokensFor(w), 0);
+      const perLayerKv = kvBytesPerTokenLayer(c, o.kvDtype);
       let best = null;
       for (const t of validTpDegrees(c.n_heads, c.n_kv_heads, o.maxTp || 64)) {
-        const lay = tpLayout(c, t, o.dtype, o.kvDtype, o.replicateWeights);
-        const room = usable - lay.weightBytesPerGpu, perSeq = kvSeq * kvShare(c, t)[0];
-        if (room < perSeq) continue;
-        const seqs = Math.floor(room / perSeq), replicas = Math.ceil(o.users / seqs);
-        const plan = { gpus: replicas * t, tpDegree: t, replicas: replicas, sequencesPerReplica: seqs, naive: naive };
+        const [share, rep] = kvShare(c, t), kvRep = c.kv_lora_rank ? 1 : rep;
+        let n = (layers + c.n_layers * kvLayer * (kvRep - 1) - norms) * pLayer + norms * p;
+        n += embed * p;
+        n += (norm + (c.tie_embeddings ? 0 : head)) * p;
+        const w = o.replicateWeights ? n : n / t, kv = perLayerKv * share * tokens;
+        const over = overhead(t), room = o.memoryFraction * o.gpuMemoryBytes - over - w;
+        if (room < kv || kv <= 0) continue;
+        const cacheSeqs = Math.floor(room / kv);
+        if (!cacheSeqs) continue;
+        const seqs = o.seqCap == null ? cacheSeqs : Math.min(cacheSeqs, o.seqCap);
+        const replicas = Math.ceil(o.users / seqs), busiest = Math.ceil(o.users / replicas);
+        const plan = { gpus: replicas * t, tpDegree: t, replicas: replicas, sequencesPerReplica: seqs, naive: naive,
+          usableBytesPerGpu: o.memoryFraction * o.gpuMemoryBytes - over, weightBytesPerGpu: w,
+          kvBytesPerGpu: busiest * kv, overheadBytesPerGpu: over, cacheSequencesPerReplica: cacheSeqs,
+          maxNumSeqs: o.seqCap == null ? null : o.seqCap,
+          waitingUsers: Math.max(0, o.users - Math.ceil(o.users / cacheSeqs) * seqs),
+          spareBytesPerGpu: room - busiest * kv, kvBytesPerSequencePerGpu: kv };
         if (best === null || plan.gpus < best.gpus) best = plan;
       }
       if (best === null) throw new Error("the model does not fit on any tensor-parallel group up to " + (o.maxTp || 64));
       return { plan: best, weightsBytes: weights, kvTotalBytes: kvTotal, cached: cachedTokenLayers(c, o.context) };
+    }
+    // lib.planner.serving.plan_gpus with one pipeline stage (a fixed overhead per GPU)
+    function planGpus(c, o) {
+      if (!(o.memoryFraction * o.gpuMemoryBytes - o.overheadBytes > 0)) throw new Error("nothing is left per GPU after the overhead");
+      return search(c, Object.assign({}, o, { overhead: null, tokensFor: null, seqCap: null }));
+    }
+
+    // ---- vLLM's accounting (lib.planner.serving), as the command line plans by default ----
+    // lib.planner.serving.vllm_batch_defaults, server entry: [max_num_batched_tokens, max_num_seqs]
+    function batchDefaults(totalBytes, name) {
+      const big = totalBytes >= SV.big_gpu_bytes && !String(name || "").toLowerCase().includes(SV.excluded_from_big);
+      return (big ? SV.batch_defaults_big : SV.batch_defaults_small).slice();
+    }
+    // lib.planner.serving.reserved_tokens: what one sequence reserves in a layer of window w
+    function reservedTokens(context, w, batched, block) {
+      if (!w) return context;
+      return (Math.ceil(Math.min(w - 1 + batched, context) / block) + 1) * block;
+    }
+    // lib.planner.serving.non_torch_bytes
+    function nonTorchBytes(gpusInGroup) { return gpusInGroup === 1 ? SV.non_torch_alone : SV.non_torch_parallel; }
+    // lib.planner.serving.activation_peak_bytes on the last (here the only) pipeline stage
+    function activationPeak(c, tokens, sequences, dtype, tp, band, maxModelLen) {
+      if (!(band in SV.bands)) throw new Error("unknown vLLM band " + band);
+      const p = bytesPerElement(dtype);
+      let attn;
+      if (c.kv_lora_rank) {
+        const qk = c.qk_nope_head_dim + c.qk_rope_head_dim;
+        attn = c.n_heads * (qk + c.qk_nope_head_dim + 2 * c.v_head_dim) + c.kv_lora_rank;
+      } else {
+        attn = (2 * c.n_heads + 2 * c.n_kv_heads) * c.head_dim;
+      }
+      let widest = attn / tp;
+      for (let i = 0; i < c.n_layers; i++) {
+        if (isMoeLayer(c, i)) {
+          const n = c.moe_d_ff / tp;
+          widest = Math.max(widest, c.n_experts_per_tok * (Math.max(2 * n, c.d_model) + n) + 3 * c.shared_d_ff / tp);
+        } else {
+          widest = Math.max(widest, 3 * c.d_ff / tp);
+        }
+      }
+      const tFwd = band === "v0" && maxModelLen != null && maxModelLen <= 32768 ? Math.max(tokens, maxModelLen) : tokens;
+      const forward = tFwd * (2 * c.d_model + widest) * p;
+      const s = Math.min(sequences, tokens);
+      if (band === "0.12") return Math.max(forward, tokens * c.d_model * p + SV.sampler_bytes_per_logit * s * c.vocab_size);
+      return forward + 4 * s * c.vocab_size;
+    }
+    // lib.planner.serving.sequence_range and fit_verdict, on the plan as the report rounds it (whole bytes)
+    function fitVerdict(plan, errorBytes) {
+      const err = errorBytes == null ? SV.model_error_bytes : errorBytes;
+      const spare = Math.ceil(plan.spareBytesPerGpu), kv = Math.ceil(plan.kvBytesPerSequencePerGpu);
+      const room = spare + Math.ceil(plan.kvBytesPerGpu);
+      const lo = kv > 0 ? Math.max(0, Math.floor((room - err) / kv)) : plan.cacheSequencesPerReplica;
+      const hi = kv > 0 ? Math.floor((room + err) / kv) : plan.cacheSequencesPerReplica;
+      let text = "fits with " + fmt(spare / GiB, 2) + " GiB to spare per GPU";
+      if (spare < err) text += ": within the model's error";
+      if (lo !== hi) text += "; the cache holds " + fmt(lo, 0) + " to " + fmt(hi, 0) + " sequences per replica within " +
+        (err / GiB).toFixed(2) + " GiB per GPU";
+      return text;
+    }
+    // The command line's plan (lib.planner.cli.report's serving.tensor_parallel, verdict and limits) for a
+    // hand-read description. f: context, users, gpu (a preset name, or null with gpuMemoryBytes), memoryFraction,
+    // dtype, kvDtype, overheadBytes (null: vLLM's estimate of activations and non-torch memory, as without
+    // --overhead), band, maxNumSeqs and maxNumBatchedTokens (0 or null: vLLM's for the card), blockSize
+    function servingPlan(c, f) {
+      const gpuName = f.gpu || "";
+      const total = f.gpu ? SV.gpus[f.gpu] : f.gpuMemoryBytes;
+      if (f.gpu && total === undefined) throw new Error("unknown GPU preset " + f.gpu);
+      if (!(total > 0)) throw new Error("GPU memory must be positive");
+      const [defTokens, defSeqs] = batchDefaults(total, gpuName);
+      const tokens = f.maxNumBatchedTokens || defTokens, seqCap = f.maxNumSeqs || defSeqs;
+      const band = f.band || SV.default_band, block = f.blockSize || SV.block_size;
+      const rate = quantRate(f.dtype, c.d_model), base = rate === null ? f.dtype : "bf16";
+      const params = parameterCount(c);
+      let weights = null;
+      if (rate !== null) {
+        const matrices = params.attention + params.ffn;
+        weights = (params.total - matrices) * bytesPerElement(base) + matrices * rate;
+      }
+      const estimate = f.overheadBytes == null;
+      const act = (t) => activationPeak(c, tokens, seqCap, base, t, band, f.context);
+      const o = { context: f.context, users: f.users, gpuMemoryBytes: total, memoryFraction: f.memoryFraction,
+        dtype: base, kvDtype: f.kvDtype, layerRate: rate, weightsBytes: weights, maxTp: f.maxTp,
+        overhead: estimate ? (t) => act(t) + nonTorchBytes(t) : () => f.overheadBytes,
+        tokensFor: estimate ? (w) => reservedTokens(f.context, w, tokens, block) : null,
+        seqCap: estimate ? seqCap : null };
+      if (!estimate && !(f.memoryFraction * total - f.overheadBytes > 0)) {
+        throw new Error("nothing is left per GPU after the overhead");
+      }
+      const r = search(c, o), plan = r.plan;
+      r.engine = { gpu: f.gpu || null, gpuMemoryBytes: total, band: band, maxNumBatchedTokens: tokens,
+        maxNumSeqs: seqCap, estimate: estimate };
+      r.activationBytes = estimate ? act(1) : null;
+      r.activationBytesPerGpu = estimate ? act(plan.tpDegree) : null;
+      r.nonTorchBytes = estimate ? nonTorchBytes(plan.tpDegree) : null;
+      r.weightsBytes = Math.ceil(r.weightsBytes);
+      r.verdict = estimate ? fitVerdict(plan) : null;
+      r.limit = estimate && plan.cacheSequencesPerReplica > plan.maxNumSeqs
+        ? "one replica's cache holds " + fmt(plan.cacheSequencesPerReplica, 0) + " sequences but vLLM runs at most" +
+          " max_num_seqs = " + fmt(plan.maxNumSeqs, 0) + " at once: the plan counts " + fmt(plan.maxNumSeqs, 0) +
+          " per replica" + (plan.waitingUsers ? "; on the fewer replicas the cache alone would call for, " +
+          fmt(plan.waitingUsers, 0) + " users would wait" : "")
+        : null;
+      return r;
     }
 
     // A model only transformers reads (normalised()'s reader "transformers"): its per-layer keys, as
@@ -416,7 +562,8 @@
     }
 
     return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, cachedTokenLayers, kvBytesPerSequence,
-      validTpDegrees, tpLayout, planGpus, windows, engineCache, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
+      validTpDegrees, tpLayout, planGpus, search, quantRate, batchDefaults, reservedTokens, nonTorchBytes,
+      activationPeak, fitVerdict, servingPlan, windows, engineCache, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
       checkpointedLayers, llamaActivationBytes, llamaPeakBytes, nf4TensorBytes, quantizedBaseBytes, shardStates,
       loraParameters, trainingPlan, speedModel, keysSum, prefillSeconds, decodeStep, serve, requestTokens };
   }
@@ -426,8 +573,9 @@
     ["head_dim", "head_dim d_k"], ["d_ff", "d_ff"], ["vocab_size", "vocabulary n_vocab"],
     ["sliding_window", "sliding window (0: none)"], ["kv_lora_rank", "latent width d_c (0: not MLA)"],
   ];
-  const WORKLOAD = [["context", "context (tokens)", 4096], ["users", "concurrent sequences", 1],
-    ["gpu_memory", "GPU memory", 80], ["memory_fraction", "usable fraction", 0.9], ["overhead", "overhead per GPU (GB)", 0]];
+  // the workload and the engine, defaults as the command line's (lib.planner.cli.serving_web_data): [name, label, key]
+  const WORKLOAD = [["context", "context (tokens)", "context"], ["users", "users (sequences at once)", "users"],
+    ["memory_fraction", "gpu_memory_utilization", "gpu_memory_utilization"]];
 
   // the training step's inputs: [name, label, default]; the context above is the sequence length
   const TRAIN_NUMBERS = [["micro_batch", "micro-batch (sequences per GPU)", 1], ["gpus", "GPUs", 1],
@@ -443,7 +591,8 @@
 
   function mount(root) {
     const data = JSON.parse(root.getAttribute("data-planner"));
-    const P = planner(data.bytes_per_dtype);
+    const SV = data.serving;
+    const P = planner(data.bytes_per_dtype, SV);
     const presets = data.presets;
     let cfg = Object.assign({}, presets[Object.keys(presets)[0]]);
     const el = (tag, attrs, text) => {
@@ -462,10 +611,21 @@
     };
     row("model", select("preset", Object.keys(presets), Object.keys(presets)[0]));
     for (const [name, label] of FIELDS) row(label, el("input", { type: "number", name: name, id: "planner-" + name, min: 0 }));
-    for (const [name, label, value] of WORKLOAD) {
-      row(label, el("input", { type: "number", name: name, id: "planner-" + name, value: value, step: "any", min: 0 }));
+    for (const [name, label, key] of WORKLOAD) {
+      row(label, el("input", { type: "number", name: name, id: "planner-" + name, value: SV[key], step: "any", min: 0 }));
     }
-    row("unit", select("gpu_unit", ["GB", "GiB"], "GB"));
+    // the GPU: a preset (the total vLLM divides up, as --gpu) or a size entered (as --gpu-memory)
+    row("GPU", select("gpu", Object.keys(SV.gpus).concat(["custom"]), SV.default_gpu));
+    row("GPU memory (custom)", el("input", { type: "number", name: "gpu_memory", id: "planner-gpu_memory", step: "any",
+      min: 0 }));
+    row("unit", select("gpu_unit", ["GiB", "GB"], "GiB"));
+    row("fixed overhead per GPU, GiB (empty: vLLM's estimate)", el("input", { type: "number", name: "overhead",
+      id: "planner-overhead", value: "", step: "any", min: 0 }));
+    row("vLLM release", select("vllm_version", Object.keys(SV.bands), SV.default_band));
+    row("max_num_seqs (0: vLLM's for the GPU)", el("input", { type: "number", name: "max_num_seqs",
+      id: "planner-max_num_seqs", value: 0, step: 1, min: 0 }));
+    row("max_num_batched_tokens (0: vLLM's for the GPU)", el("input", { type: "number",
+      name: "max_num_batched_tokens", id: "planner-max_num_batched_tokens", value: 0, step: 1, min: 0 }));
     const dtypes = Object.keys(data.bytes_per_dtype);
     row("weights", select("dtype", dtypes, "bf16"));
     row("cache", select("kv_dtype", dtypes, "bf16"));
@@ -475,7 +635,8 @@
     const OUT = [["params_total", "parameters (total)"], ["params_active", "parameters (active per token)"],
       ["weights", "weights"], ["kv_token", "KV cache per token"], ["kv_total", "KV cache, all sequences"],
       ["total", "weights + cache"], ["naive", "naive GPU count"], ["gpus", "GPUs (serving rules)"],
-      ["layout", "layout"], ["layer_kinds", "layers"], ["error", "problem"]];
+      ["layout", "layout"], ["overhead", "overhead per GPU"], ["concurrency", "sequences at once"],
+      ["verdict", "verdict"], ["layer_kinds", "layers"], ["error", "problem"]];
     const cells = {};
     for (const [key, label] of OUT) {
       const tr = el("tr"); tr.appendChild(el("th", {}, label));
@@ -535,6 +696,16 @@
     }
     const input = (name) => form.querySelector("[name=" + name + "]");
     const tinput = (name) => tform.querySelector("[name=train-" + name + "]");
+    // a GPU preset shows its total in the memory field (read only); "custom" takes the size entered
+    function loadGpu() {
+      const name = input("gpu").value, custom = name === "custom";
+      input("gpu_memory").disabled = !custom;
+      if (!custom) {
+        input("gpu_memory").value = (SV.gpus[name] / (input("gpu_unit").value === "GiB" ? GiB : GB)).toFixed(2);
+        const card = sform.querySelector("[name=speed-card]");
+        if (card && Array.from(card.options).some((op) => op.value === name)) card.value = name;
+      }
+    }
     function loadPreset() {
       cfg = Object.assign({}, presets[input("preset").value]);
       for (const [name] of FIELDS) input(name).value = cfg[name] || 0;
@@ -588,29 +759,48 @@
       c.kv_lora_rank = c.kv_lora_rank || null;
       if (c.kv_lora_rank && !c.qk_rope_head_dim) throw new Error("latent attention needs the preset's rotary width");
       const num = (name) => Number(input(name).value);
-      const o = {
+      const custom = input("gpu").value === "custom", overheadText = input("overhead").value.trim();
+      const f = {
         context: num("context"), users: num("users"), memoryFraction: num("memory_fraction"),
-        gpuMemoryBytes: Math.round(num("gpu_memory") * (input("gpu_unit").value === "GiB" ? GiB : GB)),
-        overheadBytes: num("overhead") * GB, dtype: input("dtype").value, kvDtype: input("kv_dtype").value,
+        gpu: custom ? null : input("gpu").value,
+        gpuMemoryBytes: custom ? Math.round(num("gpu_memory") * (input("gpu_unit").value === "GiB" ? GiB : GB)) : null,
+        overheadBytes: overheadText === "" ? null : Number(overheadText) * GiB, dtype: input("dtype").value,
+        kvDtype: input("kv_dtype").value, band: input("vllm_version").value, maxNumSeqs: num("max_num_seqs"),
+        maxNumBatchedTokens: num("max_num_batched_tokens"),
       };
-      if (!Number.isInteger(o.context) || o.context < 1) throw new Error("context must be a positive whole number");
-      if (!Number.isInteger(o.users) || o.users < 1) throw new Error("users must be a positive whole number");
-      if (!(o.memoryFraction > 0 && o.memoryFraction <= 1)) throw new Error("usable fraction must be in (0, 1]");
-      if (!(o.gpuMemoryBytes > 0)) throw new Error("GPU memory must be positive");
-      if (!(o.overheadBytes >= 0)) throw new Error("overhead must not be negative");
+      if (!Number.isInteger(f.context) || f.context < 1) throw new Error("context must be a positive whole number");
+      if (!Number.isInteger(f.users) || f.users < 1) throw new Error("users must be a positive whole number");
+      if (!(f.memoryFraction > 0 && f.memoryFraction <= 1)) throw new Error("gpu_memory_utilization must be in (0, 1]");
+      if (custom && !(f.gpuMemoryBytes > 0)) throw new Error("GPU memory must be positive");
+      if (f.overheadBytes !== null && !(f.overheadBytes >= 0)) throw new Error("overhead must not be negative");
+      for (const k of ["maxNumSeqs", "maxNumBatchedTokens"]) {
+        if (!Number.isInteger(f[k]) || f[k] < 0) throw new Error("max_num_seqs and max_num_batched_tokens must be whole numbers");
+      }
       const p = P.parameterCount(c);
       set("params_total", fmt(p.total, 0), p.total);
       set("params_active", fmt(p.active, 0), p.active);
-      const kvTok = P.kvBytesPerToken(c, o.kvDtype);
+      const kvTok = P.kvBytesPerToken(c, f.kvDtype);
       set("kv_token", fmt(kvTok, 0) + " B = " + fmt(kvTok / KiB, 2) + " KiB", kvTok);
-      const r = P.planGpus(c, o);
+      const r = P.servingPlan(c, f), e = r.engine;
       set("weights", bytesText(r.weightsBytes), r.weightsBytes);
       set("kv_total", bytesText(r.kvTotalBytes) + " (" + r.cached + " token-layers cached per sequence)", r.kvTotalBytes);
       set("total", bytesText(r.weightsBytes + r.kvTotalBytes), r.weightsBytes + r.kvTotalBytes);
       set("naive", String(r.plan.naive), r.plan.naive);
       set("gpus", String(r.plan.gpus), r.plan.gpus);
       set("layout", r.plan.replicas + " replica(s) x tensor-parallel " + r.plan.tpDegree + ", " +
-        r.plan.sequencesPerReplica + " sequences per replica", r.plan.tpDegree);
+        r.plan.sequencesPerReplica + " sequences per replica; per GPU: weights " +
+        fmt(r.plan.weightBytesPerGpu / GiB, 2) + " GiB, cache " + fmt(r.plan.kvBytesPerGpu / GiB, 2) + " GiB of " +
+        fmt(e.gpuMemoryBytes / GiB, 2) + " GiB" + (e.gpu ? " (" + e.gpu + ")" : ""), r.plan.tpDegree);
+      const gib = (b) => fmt(b / GiB, 2) + " GiB";
+      set("overhead", e.estimate ? gib(r.plan.overheadBytesPerGpu) + " = activation peak " +
+        gib(r.activationBytesPerGpu) + " + non-torch " + gib(r.nonTorchBytes) + " (" + SV.bands[e.band] +
+        "; max_num_batched_tokens " + e.maxNumBatchedTokens + ", max_num_seqs " + e.maxNumSeqs + ")"
+        : gib(r.plan.overheadBytesPerGpu) + " (given: replaces the activation and non-torch estimates)",
+      r.plan.overheadBytesPerGpu);
+      set("concurrency", r.limit || (fmt(r.plan.sequencesPerReplica, 0) + " per replica" + (e.estimate ?
+        " (max_num_seqs " + fmt(e.maxNumSeqs, 0) + ")" : "")), r.plan.sequencesPerReplica);
+      set("verdict", r.verdict || "none with a fixed overhead (the model's error is that of vLLM's estimate)",
+        e.estimate ? Math.ceil(r.plan.spareBytesPerGpu) : undefined);
       const edited = FIELDS.some(([name]) => (c[name] || 0) !== (presets[input("preset").value][name] || 0));
       return { tp: r.plan.tpDegree, replicas: r.plan.replicas, gpus: r.plan.gpus, edited: edited };
     }
@@ -696,6 +886,8 @@
       }
     }
     input("preset").addEventListener("change", () => { loadPreset(); update(); });
+    input("gpu").addEventListener("change", () => { loadGpu(); update(); });
+    input("gpu_unit").addEventListener("change", () => { if (input("gpu").value !== "custom") loadGpu(); update(); });
     form.addEventListener("input", update);
     form.addEventListener("change", update);
     tform.addEventListener("input", update);
@@ -703,6 +895,7 @@
     sform.addEventListener("input", update);
     sform.addEventListener("change", update);
     loadPreset();
+    loadGpu();
     update();
     root.planner = P;
   }
