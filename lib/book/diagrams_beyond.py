@@ -6,8 +6,9 @@
 
 A diagram is a function of an ``Axes`` that returns what it drew, so the chapter can check the picture
 against its equations. The chapter draws its plots :data:`PHONE_WIDTH` inches wide with the fonts of
-:data:`PHONE_TEXT`, so that their smallest text stays above 9 px where a phone shows a figure 358 px wide:
-10 pt at 5.0 in (5.1 in as saved) is 10 * 96/72 * 358 / (96 * 5.1) = 9.7 px.
+:data:`PHONE_TEXT`, so that their smallest text stays above 9 px where a phone shows a figure 342 px wide
+(:data:`lib.book.figures.PHONE_FIGURE_PX`): 10 pt at 5.0 in (5.1 in as saved) is 10 * 96/72 * 342 / (96 * 5.1)
+= 9.3 px.
 """
 
 from __future__ import annotations
