@@ -175,8 +175,9 @@ def decode_step(cfg, batch: int, context: int, weight_dtype: str = "bf16", kv_dt
     if cfg.is_moe:
         n_moe = cfg.n_moe_layers
         e, k = cfg.n_routed_experts, cfg.n_experts_per_tok
-        expert = (pc.total - pc.active) // (n_moe * (e - k))  # one routed expert's parameters
-        assert expert * n_moe * (e - k) == pc.total - pc.active
+        expert, rest = divmod(pc.total - pc.active, n_moe * (e - k))  # one routed expert's parameters
+        if rest:
+            raise ValueError(f"{cfg.name or cfg.model_type}: routed experts of unequal sizes; no per-expert count")
         touched = e * expert_fraction if expert_fraction is not None else expected_distinct_experts(e, k, b)
         read += n_moe * (touched - k) * expert
     flops = b * forward_flops(cfg, n).total
@@ -249,8 +250,8 @@ def _times(fn: Callable[[], object], repeats: int) -> np.ndarray:
 
 
 def copy_bandwidth(nbytes: int = 2**29, repeats: int = 5) -> float:
-    """Bytes per second of a streaming copy of ``nbytes`` (float32) into another buffer, counted as STREAM
-    counts it: the bytes read plus the bytes written, over the fastest of ``repeats`` copies."""
+    """Bytes per second of a streaming copy of ``nbytes`` (float32) into another buffer on one thread, counted as
+    STREAM counts it: the bytes read plus the bytes written, over the fastest of ``repeats`` copies."""
     import torch
 
     n = _count(nbytes, "nbytes", 1024) // 4
@@ -262,8 +263,8 @@ def copy_bandwidth(nbytes: int = 2**29, repeats: int = 5) -> float:
 
 
 def matmul_peak(n: int = 1024, repeats: int = 5) -> float:
-    """FLOP/s of an ``(n, n) @ (n, n)`` float32 product (:math:`2n^3` FLOPs), the fastest of ``repeats``:
-    operands that fit in the caches, so the arithmetic, not the memory, sets the pace."""
+    """FLOP/s of an ``(n, n) @ (n, n)`` float32 product (:math:`2n^3` FLOPs) on one thread, the fastest of
+    ``repeats``: operands that fit in the caches, so the arithmetic, not the memory, sets the pace."""
     import torch
 
     gen = torch.Generator().manual_seed(0)
