@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from lib.constants import GB
+from lib.constants import GB, GiB
 from lib.planner.config import load_config
 from lib.planner.gpus import GPUS
 from lib.sizing import main, report
@@ -184,7 +184,13 @@ def test_ambiguous_gpu_refused_and_plans_use_the_engine_total() -> None:
     assert (r["serving"]["max_num_batched_tokens"], r["serving"]["max_num_seqs"]) == (2048, 256)  # < 70 GiB
     r = report(load_config(LLAMA), gpu_name="A100-80GB")  # >= 70 GiB but an A100: the small defaults
     assert (r["serving"]["max_num_batched_tokens"], r["serving"]["max_num_seqs"]) == (2048, 256)
-    assert any("no public printout" in a for a in r["serving"]["assumptions"])  # its engine total is not known
+    # its engine total is not printed anywhere found: the one four vLLM logs on the card imply, said so
+    assert r["workload"]["gpu_memory_bytes"] == GPUS["A100-80GB"].engine_bytes == round(79.26 * GiB)
+    assert any("no public printout" in a and "79.26 GiB that vLLM logs on the card imply" in a
+               for a in r["serving"]["assumptions"])
+    r = report(load_config(LLAMA), gpu_name="L4")  # no figure at all: nvidia-smi's, said so
+    assert r["workload"]["gpu_memory_bytes"] == GPUS["L4"].memory_bytes
+    assert any("planning with nvidia-smi's memory.total" in a for a in r["serving"]["assumptions"])
 
 
 def test_context_beyond_training_warned_and_config_json_named(tmp_path: Path) -> None:

@@ -373,7 +373,7 @@ def test_planner_js_serving_plan_equals_the_command_line() -> None:
             verdicts += 1
         if tp["waiting_users"]:
             assert js["limit"] is not None and f"{tp['waiting_users']:,} users would wait" in js["limit"]
-            assert js["limit"] in s["assumptions"], name
+            assert js["limit"] == s["max_num_seqs_limit"], name
             waiting += 1
     assert verdicts == len(SERVING_CASES) - 1 and waiting >= 2
 

@@ -117,7 +117,10 @@ JSON_KEYS: dict[str, str] = {
                        " state_bytes_per_sequence)",
     "serving": "engine settings (vllm_version: the release band, gpu_memory_utilization, max_num_batched_tokens,"
                " max_num_seqs, non_torch_bytes: the tensor-parallel plan's, overhead_bytes), activation_peak_bytes,"
-               " model_error_bytes, verdict, assumptions (list of strings), and the plans tensor_parallel and"
+               " model_error_bytes, verdict (how much room the tensor-parallel plan leaves against the model's"
+               " error; null with --overhead), max_num_seqs_limit (null, or the line saying the cache holds more"
+               " sequences than vLLM runs at once and how many users would wait), assumptions (list of strings:"
+               " the engine's terms as assumed), and the plans tensor_parallel and"
                " tensor_x_pipeline (each: gpus, tp_degree, pp_degree, replicas, sequences_per_replica (at most"
                " max_num_seqs), cache_sequences_per_replica, max_num_seqs, waiting_users, usable_bytes_per_gpu,"
                " weight_bytes_per_gpu, kv_bytes_per_gpu, overhead_bytes_per_gpu, spare_bytes_per_gpu,"
@@ -268,6 +271,10 @@ def _gpu(gpu_memory_bytes: int | None, gpu_name: str | None) -> tuple[str | None
             notes.append(f"{card.name}: no public printout of torch.cuda.mem_get_info()'s total was found;"
                          " planning with nvidia-smi's memory.total, which is a few hundred MiB larger on the"
                          " cards where both are known")
+        elif card.derived:
+            notes.append(f"{card.name}: no public printout of torch.cuda.mem_get_info()'s total was found;"
+                         f" planning with the {card.engine_bytes / GiB:.2f} GiB that vLLM logs on the card imply"
+                         f" ({card.engine_source.split(': ', 1)[-1]})")
     return gpu_name, as_count(gpu_memory_bytes, "gpu_memory_bytes"), smi_bytes, notes
 
 
@@ -500,13 +507,13 @@ def _serving(plan, engine: ServingAssumptions, overhead_bytes: float | None, max
         f" {overhead_bytes / GiB:.2f} GiB per GPU (given) replaces the activation and non-torch estimates"]
     tp_plan = plans["tensor_parallel"]
     verdict = fit_verdict(GPUPlan(**tp_plan)) if overhead_bytes is None else None
-    limits = []
+    limit = None
     if tp_plan["max_num_seqs"] is not None and tp_plan["cache_sequences_per_replica"] > tp_plan["max_num_seqs"]:
-        limits.append(f"one replica's cache holds {tp_plan['cache_sequences_per_replica']:,} sequences but vLLM runs"
-                      f" at most max_num_seqs = {tp_plan['max_num_seqs']:,} at once: the plan counts"
-                      f" {tp_plan['max_num_seqs']:,} per replica"
-                      + (f"; on the fewer replicas the cache alone would call for, {tp_plan['waiting_users']:,}"
-                         " users would wait" if tp_plan["waiting_users"] else ""))
+        limit = (f"one replica's cache holds {tp_plan['cache_sequences_per_replica']:,} sequences but vLLM runs"
+                 f" at most max_num_seqs = {tp_plan['max_num_seqs']:,} at once: the plan counts"
+                 f" {tp_plan['max_num_seqs']:,} per replica"
+                 + (f"; on the fewer replicas the cache alone would call for, {tp_plan['waiting_users']:,}"
+                    " users would wait" if tp_plan["waiting_users"] else ""))
     return {
         "vllm_version": VLLM_BANDS[engine.band],
         "gpu_memory_utilization": engine.gpu_memory_utilization,
@@ -517,7 +524,8 @@ def _serving(plan, engine: ServingAssumptions, overhead_bytes: float | None, max
         "activation_peak_bytes": _whole(activation),
         "model_error_bytes": MODEL_ERROR_BYTES if overhead_bytes is None else None,
         "verdict": verdict,
-        "assumptions": notes + serving_notes + limits + ([f"verdict: {verdict}"] if verdict else []),
+        "max_num_seqs_limit": limit,
+        "assumptions": notes + serving_notes,
         "naive_gpus": plans["tensor_parallel"]["naive_gpus"],
         **plans,
     }

@@ -11,8 +11,9 @@ Each card has two totals, and they differ:
 
 A preset carries both with their sources; plans use the engine's (:attr:`GPU.plan_bytes`). Where no public
 printout of the engine's total was found, the preset says so and plans fall back to nvidia-smi's figure, which the
-report names as an assumption. Figures vary a little with the driver (a few MiB): ``--gpu-memory`` takes a measured
-size with an explicit unit instead (``--gpu-memory 81089MiB``).
+report names as an assumption; where the total is only implied by other printed figures (the A100 80GB: vLLM logs
+at two utilizations), the preset says how, and so does the report. Figures vary a little with the driver (a few
+MiB): ``--gpu-memory`` takes a measured size with an explicit unit instead (``--gpu-memory 81089MiB``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ class GPU:
     source: str  #: where ``memory_mib`` was read
     engine_bytes: int | None = None  #: ``torch.cuda.mem_get_info()`` total, bytes; None where no printout was found
     engine_source: str = "no public printout found"  #: where ``engine_bytes`` was read
+    derived: bool = False  #: ``engine_bytes`` inferred from other printed figures, not printed itself
 
     @property
     def memory_bytes(self) -> int:
@@ -73,9 +75,15 @@ GPUS: dict[str, GPU] = {g.name: g for g in [
     GPU("H20", 97_871, "96 GB HBM3",
         "nvidia-smi on 'NVIDIA H20' (public nvidia-smi tables in several repositories; older drivers show 98304)",
         97_285 * MiB, f"{_PROPS}=97285MB (MiB) on 'NVIDIA H20' (comments in public Triton kernels)"),
-    # The one total_memory printout found for an A100 80GB (81920MB, in a README) equals nvidia-smi's figure
-    # exactly, unlike every other card here, so it is not taken as a measurement.
-    GPU("A100-80GB", 81_920, "80 GB HBM2e", _SMI_MODAL),
+    # No printout of torch's total for an A100 80GB was found (the one total_memory printout, 81920MB in a README,
+    # equals nvidia-smi's figure exactly, unlike every other card here, so it is not taken as a measurement); the
+    # engine's total is the one four vLLM logs on the card imply, printed to 0.01 GiB.
+    GPU("A100-80GB", 81_920, "80 GB HBM2e", _SMI_MODAL,
+        _gib(79.26), "not printed: implied by vLLM 0.10.1.1 logs of Qwen2-7B-Instruct on 'A100 80GB' at"
+        " gpu_memory_utilization 0.25 and 0.5, where only the budget u x total changes: (24.83 - 5.01) / 0.25 ="
+        " 79.28 GiB at tensor-parallel 1, (31.83 - 12.02) / 0.25 = 79.24 GiB at tensor-parallel 2, their mean"
+        " (github.com/dennislee22/vLLM-benchmarking, log/vllm-7B-1gpuA10080GB-0.25GRAM.log, -0.5GRAM.log and the"
+        " 2gpu same-node pair; tests/fixtures/vllm_logs); about 0.02 GiB either way", derived=True),
     GPU("A100-40GB", 40_960, "40 GB HBM2", _SMI_MODAL,
         40_326 * MiB, f"{_PROPS}=40326MB (MiB) on 'NVIDIA A100-PCIE-40GB', torch 1.9.0 (a public README)"),
     GPU("L40S", 46_068, "48 GB GDDR6", _SMI_MODAL,

@@ -79,6 +79,10 @@ def format_report(r: dict[str, Any]) -> str:
     else:
         lines.append(_plan_line("serving plan, tensor parallel", s["tensor_parallel"]))
         lines.append(_plan_line("serving plan, tensor x pipeline", s["tensor_x_pipeline"]))
+    if s.get("verdict"):
+        lines.append(f"verdict (tensor-parallel plan): {s['verdict']}")
+    if s.get("max_num_seqs_limit"):
+        lines.append(f"max_num_seqs: {s['max_num_seqs_limit']}")
     lines.append(f"engine: {s['vllm_version']}, max_num_batched_tokens {s['max_num_batched_tokens']},"
                  f" max_num_seqs {s['max_num_seqs']}")
     lines += [f"engine assumption: {a}" for a in s["assumptions"]]
