@@ -21,6 +21,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.tools  # make check runs it only when a tool or the configuration (jupyter_config/) changed
 sys.path.insert(0, str(ROOT / "jupyter_config"))
 import book_contents as bc  # noqa: E402  (jupyter_config/ is not a package)
 
