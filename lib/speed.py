@@ -35,7 +35,7 @@ import numpy as np
 from .constants import FLOPS_PER_MAC
 
 __all__ = [
-    "DecodeStep", "RooflineFit", "attention_decode_intensity", "clock", "copy_bandwidth", "decode_knee_batch",
+    "Step", "RooflineFit", "attention_decode_intensity", "clock", "copy_bandwidth", "decode_knee_batch",
     "decode_knee_batch_with_cache", "decode_step", "decode_weights", "expected_distinct_experts", "fit_roofline",
     "matmul_bytes", "matmul_flops", "matmul_intensity", "matmul_peak", "prefill_step", "ridge_point",
     "roofline_time", "threads", "time_decode",
@@ -128,8 +128,9 @@ def expected_distinct_experts(n_experts: int, top_k: int, batch: float) -> float
 
 
 @dataclass(frozen=True)
-class DecodeStep:
-    """One decode step of a batch: FLOPs done and bytes read (weights, KV cache)."""
+class Step:
+    """One forward step of a batch (a decode step, or a prompt's prefill): FLOPs done and bytes moved (weights,
+    KV cache)."""
 
     batch: int
     context: int
@@ -152,7 +153,7 @@ class DecodeStep:
 
 
 def decode_step(cfg, batch: int, context: int, weight_dtype: str = "bf16", kv_dtype: str | None = None,
-                *, expert_fraction: float | None = None) -> DecodeStep:
+                *, expert_fraction: float | None = None) -> Step:
     """One decode step of ``batch`` sequences, each with ``context`` tokens in its cache, for a model read by
     :func:`lib.planner.config.load_config`.
 
@@ -182,11 +183,11 @@ def decode_step(cfg, batch: int, context: int, weight_dtype: str = "bf16", kv_dt
         read += n_moe * (touched - k) * expert
     flops = b * forward_flops(cfg, n).total
     cache = b * model_kv_bytes_per_sequence(cfg, n, kv_dtype)
-    return DecodeStep(b, n, float(flops), float(read * bytes_per_element(weight_dtype)), float(cache))
+    return Step(b, n, float(flops), float(read * bytes_per_element(weight_dtype)), float(cache))
 
 
-def prefill_step(cfg, n_prompt: int, weight_dtype: str = "bf16", kv_dtype: str | None = None) -> DecodeStep:
-    """The prefill of one prompt of ``n_prompt`` tokens, as a :class:`DecodeStep` of batch 1 and context
+def prefill_step(cfg, n_prompt: int, weight_dtype: str = "bf16", kv_dtype: str | None = None) -> Step:
+    """The prefill of one prompt of ``n_prompt`` tokens, as a :class:`Step` of batch 1 and context
     ``n_prompt``: FLOPs of every token at its own position (causal attention: token ``i`` attends to ``i`` keys,
     or its window) with the output head for the last token only; bytes: the weights the ``n_prompt`` tokens
     touch, read once, and the cache they write."""
@@ -196,12 +197,9 @@ def prefill_step(cfg, n_prompt: int, weight_dtype: str = "bf16", kv_dtype: str |
     kv_dtype = weight_dtype if kv_dtype is None else kv_dtype
     body = sum(forward_flops(cfg, i, include_lm_head=False).total for i in range(1, n + 1))
     head = forward_flops(cfg, 1).total - forward_flops(cfg, 1, include_lm_head=False).total
-    one = decode_step(cfg, 1, n, weight_dtype, kv_dtype)
-    weights = one.weight_bytes
-    if cfg.is_moe:  # the experts n tokens route to
-        weights = decode_step(cfg, n, n, weight_dtype, kv_dtype).weight_bytes
+    weights = decode_step(cfg, n, n, weight_dtype, kv_dtype).weight_bytes  # n tokens' experts, if any
     cache = model_kv_bytes_per_sequence(cfg, n, kv_dtype)
-    return DecodeStep(1, n, float(body + head), float(weights), float(cache))
+    return Step(1, n, float(body + head), float(weights), float(cache))
 
 
 def decode_knee_batch_with_cache(cfg, context: int, peak_flops: float, bandwidth: float,
