@@ -367,3 +367,52 @@ def test_engine_plans_a_hybrid_over_gpus(capsys: pytest.CaptureFixture[str]) -> 
     assert tp["kv_bytes_per_gpu"] == pytest.approx(busiest * per_seq, rel=1e-9)
     text = _main(capsys, str(FIXTURES / "Qwen3-Coder-Next.config.json"), "--users", "256", "--context", "32768")[1]
     assert "serving plan" in text and "recurrent state split over a tensor-parallel group" in text
+
+
+def test_verdict_and_max_num_seqs_have_lines_of_their_own(capsys: pytest.CaptureFixture[str]) -> None:
+    """The verdict and the max_num_seqs limit are results, not assumptions: each has its line in the text and its key
+    in the JSON, and neither is among the engine's assumptions."""
+    mistral = str(FIXTURES / "Mistral-7B-v0.1.config.json")
+    assert main([mistral, "--gpu", "H200", "--users", "1500", "--context", "512"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    verdict = [x for x in lines if x.startswith("verdict (tensor-parallel plan): fits with ")]
+    limit = [x for x in lines if x.startswith("max_num_seqs: one replica's cache holds ")]
+    assert len(verdict) == len(limit) == 1 and "476 users would wait" in limit[0]
+    assert not [x for x in lines if x.startswith("engine assumption:") and ("verdict" in x or "would wait" in x)]
+    assert main([mistral, "--gpu", "H200", "--users", "1500", "--context", "512", "--json"]) == 0
+    s = json.loads(capsys.readouterr().out)["serving"]
+    assert verdict[0].endswith(s["verdict"]) and limit[0].endswith(s["max_num_seqs_limit"])
+    assert not any("verdict" in a or "would wait" in a for a in s["assumptions"])
+    assert report(load_config(LLAMA))["serving"]["max_num_seqs_limit"] is None  # one user: the cap does not bind
+
+
+def test_quantisation_assumptions_reach_the_report(capsys: pytest.CaptureFixture[str]) -> None:
+    """What a checkpoint's quantisation assumes (AutoAWQ's fp16 tensors whatever torch_dtype says) is in the report's
+    assumptions list, and in the text as ASSUMED."""
+    awq = FIXTURES / "checkpoints" / "CodeLlama-7B-AWQ.config.json"
+    assert main([str(awq), "--json"]) == 0
+    r = json.loads(capsys.readouterr().out)
+    assert r["quantisation"] and "unquantised tensors at fp16, as AutoAWQ writes them whatever torch_dtype says" in (
+        r["assumptions"])
+    assert main([str(awq)]) == 0
+    assert "ASSUMED: unquantised tensors at fp16, as AutoAWQ writes them" in capsys.readouterr().out
+
+
+def test_one_report_for_both_readers() -> None:
+    """report() takes a hand-read description or an engine-read one (with its config.json) and returns the same
+    keys; engine_report is only another name for it."""
+    pytest.importorskip("transformers")
+    from lib.planner import engine as eng
+    from lib.planner.cli import JSON_KEYS, engine_report
+
+    raw = json.loads(LLAMA.read_text())
+    em = eng.describe(raw)
+    hand, by_engine = report(load_config(LLAMA), raw), report(em, raw, name="Llama-2-7b-hf")
+    assert set(hand) == set(by_engine) == set(JSON_KEYS) - {"training"}  # training: only with --train
+    for key in ("weights_bytes", "kv_bytes_per_token", "kv_bytes_per_sequence", "total_bytes", "model"):
+        assert hand[key] == by_engine[key], key
+    assert hand["flops_per_token"]["total"] == by_engine["flops_per_token"]["total"]
+    assert hand["serving"]["tensor_parallel"]["gpus"] == by_engine["serving"]["tensor_parallel"]["gpus"]
+    assert engine_report(em, raw, name="Llama-2-7b-hf") == by_engine
+    with pytest.raises(ValueError, match="needs its config.json"):
+        report(em)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from lib.planner import speed as sp
-from lib.planner.cli import engine_report, read_model, report
+from lib.planner.cli import read_model, report
 from lib.planner.config import model_name
 from lib.planner.gpus import GPUS, ROOFLINES, roofline
 
@@ -219,7 +219,7 @@ def test_every_kind_of_model_gets_an_answer(name: str) -> None:
     if cfg is not None:
         r = report(cfg, context=4096, users=8, gpu_name="H100-80GB")
     else:
-        r = engine_report(em, raw, name=model_name(path, raw), context=4096, users=8, gpu_name="H100-80GB")
+        r = report(em, raw, name=model_name(path, raw), context=4096, users=8, gpu_name="H100-80GB")
     s = r["speed"]
     assert s["prefill_seconds"] > 0 and s["decode_seconds_per_token"] > 0 and s["tokens_per_second_per_gpu"] > 0
     m = sp.describe(r, cfg if cfg is not None else em, raw)
@@ -358,7 +358,7 @@ def test_planner_js_speed_equals_python() -> None:
             cases.append({"model": name, "card": card, "dtype": dtype, "kv_dtype": kv, "tp": tp, "batch": batch,
                           "n_in": n_in, "n_out": n_out, "context": context})
             kw = dict(context=context, gpu_memory_bytes=10**12, dtype="bf16" if dtype == "fp8" else dtype, kv_dtype=kv)
-            r = report(cfg, **kw) if cfg is not None else engine_report(em, raw, **kw)
+            r = report(cfg if cfg is not None else em, raw, **kw)
             if dtype == "fp8":  # the page counts every parameter at the dtype: the same here
                 r["weights_bytes"] = r["parameters"]["total"]
                 r["workload"]["dtype"] = "fp8"

@@ -1,8 +1,9 @@
-"""The capacity planner's report: what a model needs to serve a workload as one JSON-ready dict (:func:`report`
-for a hand-read model, :func:`engine_report` for one the engine reads), reading a config (:func:`read_model`),
+"""The capacity planner's report: what a model needs to serve a workload as one JSON-ready dict (:func:`report`,
+for a model either reader read), reading a config (:func:`read_model`),
 the normalised description the in-page calculator receives (:func:`normalised`) and its HTML
 (:func:`planner_html`). The text form is :mod:`lib.planner.text`, the command line ``python -m lib.sizing
-CONFIG.json`` :mod:`lib.planner.command`; both names stay importable from here.
+CONFIG.json`` :mod:`lib.planner.command`; both names stay importable from here. (``engine_report``, the engine
+reader's report before the two were one, is kept as a name for :func:`report`.)
 
 The JSON form is a stable interface: its keys are listed in :data:`JSON_KEYS` (and in the README); a rename or a
 change of meaning bumps :data:`SCHEMA_VERSION`; new keys may be added without a bump.
@@ -60,7 +61,7 @@ from .serving import (
 from .train_cli import TRAINING_KEYS
 from .units import as_count, bytes_per_element
 
-__all__ = ["SCHEMA_VERSION", "JSON_KEYS", "read_model", "report", "engine_report", "format_report", "normalised",
+__all__ = ["SCHEMA_VERSION", "JSON_KEYS", "read_model", "report", "format_report", "normalised",
            "layer_kinds", "serving_web_data", "planner_html", "main"]
 
 #: Version of the ``--json`` layout: bumped on any rename or change of meaning of a key in :data:`JSON_KEYS`.
@@ -289,9 +290,9 @@ def _quantisation(dtype: str, quant: Quantisation | None) -> tuple[Quantisation 
     return q, ("bf16" if asked is not None else dtype)
 
 
-def engine_report(
-    em: eng_mod.EngineModel,
-    raw: dict[str, Any],
+def report(
+    model: ModelConfig | eng_mod.EngineModel,
+    raw: dict[str, Any] | None = None,
     *,
     name: str = "",
     context: int | None = None,
@@ -308,10 +309,20 @@ def engine_report(
     quant: Quantisation | None = None,
     speed: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The report (keys: :data:`JSON_KEYS`) of a model only transformers reads: parameters, memory (per-token
-    cache, each layer with its window, plus the recurrent layers' fixed state) and the serving plans, from the
-    engine's per-layer description (:func:`lib.planner.serving.engine_plan`). No FLOPs: those formulas read the
-    hand-written description."""
+    """Everything the planner says about a model for a workload, as a JSON-ready dict (keys: :data:`JSON_KEYS`):
+    one report for a model the hand-written reader read (a :class:`~lib.planner.config.ModelConfig`) and for one
+    the engine read (a :class:`~lib.planner.engine.EngineModel`, with ``raw``, its ``config.json`` as a dict).
+
+    Each reader gives its description's parts (:func:`_hand_part`, :func:`_engine_part`): parameters, weights,
+    cache, FLOPs, the serving plan's search; everything else is shared. GPU memory: ``gpu_memory_bytes`` if given,
+    else the preset ``gpu_name`` (default ``"H100-80GB"``, torch's total 81,089 MiB). The serving plans follow
+    vLLM's accounting with ``engine`` (:class:`~lib.planner.serving.ServingAssumptions`); a fixed
+    ``overhead_bytes`` per GPU replaces the activation and non-torch estimates. ``context`` defaults to 4096.
+    ``quant``: the checkpoint's quantisation (default: read from ``raw``'s ``quantization_config``); its
+    assumptions join the report's. ``notes``: how a refused config was read after all (:func:`read_model`).
+    ``speed``: keyword arguments of :func:`lib.planner.speed.speed_section` (``input_tokens``, ``output_tokens``,
+    ``tokens_per_second_per_user``, ``tokens_per_second``, ``gpu_hour_price``) for the ``speed`` key.
+    """
     kv_dtype = dtype if kv_dtype is None else kv_dtype
     bytes_per_element(dtype)
     bytes_per_element(kv_dtype)
@@ -319,24 +330,137 @@ def engine_report(
     users = as_count(users, "users")
     gpu_name, gpu_memory_bytes, smi_bytes, gpu_notes = _gpu(gpu_memory_bytes, gpu_name)
     engine = engine or ServingAssumptions.vllm_defaults(gpu_memory_bytes, gpu_name or "")
-    quant = read_quantisation(raw) if quant is None else quant
+    if quant is None and raw is not None:
+        quant = read_quantisation(raw)
     q, base = _quantisation(dtype, quant)
+    settings = dict(context=context, users=users, gpu_memory_bytes=gpu_memory_bytes, base=base, kv_dtype=kv_dtype,
+                    engine=engine, overhead_bytes=overhead_bytes, max_tp=max_tp)
+    if isinstance(model, eng_mod.EngineModel):
+        if raw is None:
+            raise ValueError("a model read by the engine needs its config.json (raw) for the report")
+        part = _engine_part(model, raw, q, quant, name=name, **settings)
+    else:
+        part = _hand_part(model, q, name=name, **settings)
+    act = part.pop("activation")
+    plan = part.pop("plan")
+    serving_notes = part.pop("serving_notes")
+    out = {
+        "schema_version": SCHEMA_VERSION,
+        "model": part.pop("model"),
+        "model_type": part.pop("model_type"),
+        "reader": part.pop("reader"),
+        "family": part.pop("family"),
+        "layers": part.pop("layers"),
+        "attention": part.pop("attention"),
+        "assumptions": part.pop("assumptions") + (list(q.assumptions) if q else []),
+        "notes": list(notes or []),
+        "warnings": part.pop("warnings"),
+        "architecture": part.pop("architecture"),
+        "parameters": part.pop("parameters"),
+        "workload": {"context": context, "users": users, "dtype": dtype, "kv_dtype": kv_dtype, "gpu": gpu_name,
+                     "gpu_memory_bytes": gpu_memory_bytes, "gpu_nvidia_smi_bytes": smi_bytes,
+                     "cached_token_layers": part.pop("cached_token_layers")},
+        "weights_bytes": part.pop("weights_bytes"),
+        "quantisation": q.description if q else None,
+        **part,
+        "serving": _serving(plan, engine, overhead_bytes, max_pp, act, gpu_notes + serving_notes),
+    }
+    out["speed"] = _speed(out, model, raw, gpu_name, speed)
+    return out
+
+
+def engine_report(em: eng_mod.EngineModel, raw: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """:func:`report` for a model the engine read (the name its callers knew); ``report(em, raw, ...)`` is the
+    same."""
+    return report(em, raw, **kwargs)
+
+
+def _max_positions_warning(context: int, limit: int | None) -> list[str]:
+    return ([f"context {context:,} exceeds the model's max_position_embeddings {limit:,}: the model was not"
+             " trained for it, and serving engines refuse it unless told otherwise"]
+            if isinstance(limit, int) and limit and context > limit else [])
+
+
+def _hand_part(cfg: ModelConfig, q: Quantisation | None, *, name: str, context: int, users: int,
+               gpu_memory_bytes: int, base: str, kv_dtype: str, engine: ServingAssumptions,
+               overhead_bytes: float | None, max_tp: int) -> dict[str, Any]:
+    """The report's parts from the hand-written description: parameters by part, the closed-form cache and FLOPs,
+    the plans of :func:`~lib.planner.serving.serving_plan` (or :func:`~lib.planner.serving.plan_gpus` with a fixed
+    overhead). A quantised layout counts every decoder matrix's scales at the rate of a ``d_model`` x ``d_model``
+    matrix, the rest at ``base``."""
+    params = parameter_count(cfg)
+    rate = None
+    if q is None:
+        w_bytes = params.total * bytes_per_element(base)
+    else:
+        rate = q.tensor_bytes((cfg.d_model, cfg.d_model)) / cfg.d_model ** 2
+        matrices = params.attention + params.ffn
+        w_bytes = (params.total - matrices) * bytes_per_element(base) + matrices * rate
+    kv_total = model_kv_cache_bytes(cfg, context, users, kv_dtype)
+    fl = forward_flops(cfg, context)
+
+    def plan(pp: int) -> GPUPlan:
+        common = dict(users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=base,
+                      kv_dtype=kv_dtype, max_tp=max_tp, max_pp=pp)
+        if q is not None:
+            common.update(layer_rate=rate, weights_bytes=w_bytes)
+        if overhead_bytes is None:
+            return serving_plan(cfg, assumptions=engine, **common)
+        return plan_gpus(cfg, memory_fraction=engine.gpu_memory_utilization, overhead_bytes=overhead_bytes,
+                         **common)
+
+    return {
+        "model": name or cfg.name or cfg.model_type,
+        "model_type": cfg.model_type,
+        "reader": "hand-written",
+        "family": cfg.family or cfg.model_type,
+        "layers": layer_kinds(cfg),
+        "attention": cfg.attention_kind,
+        "assumptions": list(cfg.assumptions),
+        "warnings": _max_positions_warning(context, cfg.max_positions),
+        "architecture": normalised(cfg),
+        "parameters": {"total": params.total, "active_per_token": params.active, **asdict(params)},
+        "cached_token_layers": cached_token_layers(cfg, context),
+        "weights_bytes": _whole(w_bytes),
+        "checkpoint_bytes": None,
+        "kv_bytes_per_token": _whole(model_kv_bytes_per_token(cfg, kv_dtype)),
+        "kv_bytes_per_sequence": _whole(model_kv_bytes_per_sequence(cfg, context, kv_dtype)),
+        "kv_cache_bytes": _whole(kv_total),
+        "state_bytes_per_sequence": 0,
+        "total_bytes": _whole(w_bytes + kv_total),
+        "flops_per_token": {"attention": fl.attention, "projections": fl.projections, "ffn": fl.ffn,
+                            "lm_head": fl.lm_head, "total": fl.total},
+        "crossover_context": model_crossover_length(cfg),
+        "encoder_decoder": None,
+        "plan": plan,
+        "activation": activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs, base,
+                                            band=engine.band, max_model_len=engine.max_model_len or context),
+        "serving_notes": ([f"hand-written reader: {q.description}; the scales of every matrix counted at the rate"
+                           " of a d_model x d_model matrix"] if q else []),
+    }
+
+
+def _engine_part(em: eng_mod.EngineModel, raw: dict[str, Any], q: Quantisation | None,
+                 quant: Quantisation | None, *, name: str, context: int, users: int, gpu_memory_bytes: int,
+                 base: str, kv_dtype: str, engine: ServingAssumptions, overhead_bytes: float | None,
+                 max_tp: int) -> dict[str, Any]:
+    """The report's parts from the engine's per-layer description: parameters, weights as the checkpoint stores
+    them (:func:`lib.planner.engine.weight_bytes`), the cache layer by layer with its window plus recurrent state
+    and an encoder-decoder's cross-attention, FLOPs per token (:func:`lib.planner.engine.forward_flops`) and the
+    plans of :func:`lib.planner.serving.engine_plan`. ``q``: the layout the weights are counted in; ``quant``: the
+    checkpoint's own (None for a 16-bit checkpoint), for its published size."""
     stored = None
     if q is None:
-        w_bytes = _whole(em.total * bytes_per_element(dtype))
+        w_bytes = _whole(em.total * bytes_per_element(base))
     else:
         total_w, per_layer, before, after = eng_mod.weight_bytes(em, q, bytes_per_element(base))
         w_bytes, stored = _whole(total_w), (per_layer, before, after)
     per_seq = _whole(eng_mod.kv_bytes_per_sequence(em, context, kv_dtype))
     state = _whole(eng_mod.state_bytes_per_sequence(em, kv_dtype, layout="vllm"))
-    total = w_bytes + users * (per_seq + state)
     # only a limit the file states: where it says none, transformers' class default is no property of the model
     text_raw = raw.get("text_config") if isinstance(raw.get("text_config"), dict) else {}
     stated = any(k in src for src in (raw, text_raw) for k in ("max_position_embeddings", "n_positions"))
     mpe = (em.max_positions or raw.get("max_position_embeddings")) if stated else None
-    warnings = ([f"context {context:,} exceeds the model's max_position_embeddings {mpe:,}: the model was not"
-                 " trained for it, and serving engines refuse it unless told otherwise"]
-                if isinstance(mpe, int) and context > mpe else [])
     kinds = {layer.kind for layer in em.layers}
     heads, kv_heads = raw.get("num_attention_heads"), raw.get("num_key_value_heads", raw.get("num_attention_heads"))
     if em.source_tokens:  # an encoder-decoder: the decoder's heads as built
@@ -356,8 +480,13 @@ def engine_report(
         attention = ("multi-head" if kv_heads == heads else "multi-query" if kv_heads == 1 else "grouped-query")
     else:
         attention = "per-layer"
-    out = {
-        "schema_version": SCHEMA_VERSION,
+
+    def plan(pp: int) -> GPUPlan:
+        return engine_plan(em, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=base,
+                           kv_dtype=kv_dtype, assumptions=engine, overhead_bytes=overhead_bytes, max_tp=max_tp,
+                           max_pp=pp, stored=stored)
+
+    return {
         "model": name or em.model_type,
         "model_type": em.model_type,
         "reader": "transformers",
@@ -365,134 +494,30 @@ def engine_report(
         "layers": eng_mod.layer_summary(em),
         "attention": attention,
         "assumptions": [],
-        "notes": list(notes or []),
-        "warnings": warnings,
+        "warnings": _max_positions_warning(context, mpe),
         "architecture": {"config_class": em.config_class, "layers": [asdict(layer) for layer in em.layers]},
         "parameters": {"total": em.total, "active_per_token": em.active, "language_model": em.language_total},
-        "workload": {"context": context, "users": users, "dtype": dtype, "kv_dtype": kv_dtype, "gpu": gpu_name,
-                     "gpu_memory_bytes": gpu_memory_bytes, "gpu_nvidia_smi_bytes": smi_bytes,
-                     "cached_token_layers": sum(min(context, la.window) if la.window else context
-                                                for la in em.layers if la.kv_per_token)},
+        "cached_token_layers": sum(min(context, la.window) if la.window else context
+                                   for la in em.layers if la.kv_per_token),
         "weights_bytes": w_bytes,
-        "quantisation": q.description if q else None,
         "checkpoint_bytes": _whole(checkpoint_bytes(em, raw, quant)) if em.tensors else None,
         "kv_bytes_per_token": _whole(eng_mod.kv_bytes_per_token(em, kv_dtype)),
         "kv_bytes_per_sequence": per_seq,
         "kv_cache_bytes": users * per_seq,
         "state_bytes_per_sequence": state,
-        "total_bytes": total,
+        "total_bytes": w_bytes + users * (per_seq + state),
         "flops_per_token": eng_mod.forward_flops(em, context),
         "crossover_context": eng_mod.crossover_context(em),
         "encoder_decoder": seq2seq,
-        "serving": _serving(
-            lambda pp: engine_plan(em, users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=base,
-                                   kv_dtype=kv_dtype, assumptions=engine, overhead_bytes=overhead_bytes,
-                                   max_tp=max_tp, max_pp=pp, stored=stored),
-            engine, overhead_bytes, max_pp,
-            engine_activation_peak_bytes(em, engine.max_num_batched_tokens, engine.max_num_seqs, base,
-                                         band=engine.band, max_model_len=engine.max_model_len or context),
-            gpu_notes + (["activation peak estimated from the widest block of any layer (its active parameters"
-                          " over d_model: the outputs per token of its matrices)"] if overhead_bytes is None else [])
-            + (["recurrent state split over a tensor-parallel group like the heads it belongs to; tensor-parallel"
-                " degrees checked against the attention heads"] if state else [])),
+        "plan": plan,
+        "activation": engine_activation_peak_bytes(em, engine.max_num_batched_tokens, engine.max_num_seqs, base,
+                                                   band=engine.band,
+                                                   max_model_len=engine.max_model_len or context),
+        "serving_notes": (["activation peak estimated from the widest block of any layer (its active parameters"
+                           " over d_model: the outputs per token of its matrices)"] if overhead_bytes is None else [])
+        + (["recurrent state split over a tensor-parallel group like the heads it belongs to; tensor-parallel"
+            " degrees checked against the attention heads"] if state else []),
     }
-    out["speed"] = _speed(out, em, raw, gpu_name, speed)
-    return out
-
-
-def report(
-    cfg: ModelConfig,
-    *,
-    context: int | None = None,
-    users: int = 1,
-    gpu_memory_bytes: int | None = None,
-    gpu_name: str | None = None,
-    dtype: str = "bf16",
-    kv_dtype: str | None = None,
-    engine: ServingAssumptions | None = None,
-    overhead_bytes: float | None = None,
-    max_tp: int = 64,
-    max_pp: int = 8,
-    quant: Quantisation | None = None,
-    speed: dict[str, Any] | None = None,
-) -> dict[str, Any]:
-    """Everything the planner says about ``cfg`` for a workload, as a JSON-ready dict (keys: :data:`JSON_KEYS`).
-
-    GPU memory: ``gpu_memory_bytes`` if given, else the preset ``gpu_name`` (default ``"H100-80GB"``, 81,559 MiB).
-    The serving plans follow vLLM's accounting with ``engine`` (:class:`~lib.planner.serving.ServingAssumptions`); a
-    fixed ``overhead_bytes`` per GPU replaces the activation and non-torch estimates. ``context`` defaults to 4096.
-    ``speed``: keyword arguments of :func:`lib.planner.speed.speed_section` (``input_tokens``, ``output_tokens``,
-    ``tokens_per_second_per_user``, ``tokens_per_second``, ``gpu_hour_price``) for the ``speed`` key.
-    """
-    kv_dtype = dtype if kv_dtype is None else kv_dtype
-    bytes_per_element(dtype)
-    bytes_per_element(kv_dtype)
-    context = 4096 if context is None else as_count(context, "context")
-    users = as_count(users, "users")
-    gpu_name, gpu_memory_bytes, smi_bytes, gpu_notes = _gpu(gpu_memory_bytes, gpu_name)
-    engine = engine or ServingAssumptions.vllm_defaults(gpu_memory_bytes, gpu_name or "")
-    params = parameter_count(cfg)
-    q, base = _quantisation(dtype, quant)
-    rate = None
-    if q is None:
-        w_bytes = params.total * bytes_per_element(dtype)
-    else:  # the layers' matrices quantised (scales at the rate of a d_model x d_model matrix), the rest at base
-        rate = q.tensor_bytes((cfg.d_model, cfg.d_model)) / cfg.d_model ** 2
-        matrices = params.attention + params.ffn
-        w_bytes = (params.total - matrices) * bytes_per_element(base) + matrices * rate
-    kv_total = model_kv_cache_bytes(cfg, context, users, kv_dtype)
-    fl = forward_flops(cfg, context)
-
-    def plan(pp: int) -> GPUPlan:
-        common = dict(users=users, context=context, gpu_memory_bytes=gpu_memory_bytes, dtype=base,
-                      kv_dtype=kv_dtype, max_tp=max_tp, max_pp=pp)
-        if q is not None:
-            common.update(layer_rate=rate, weights_bytes=w_bytes)
-        if overhead_bytes is None:
-            return serving_plan(cfg, assumptions=engine, **common)
-        return plan_gpus(cfg, memory_fraction=engine.gpu_memory_utilization, overhead_bytes=overhead_bytes,
-                         **common)
-
-    warnings: list[str] = []
-    if cfg.max_positions and context > cfg.max_positions:
-        warnings.append(f"context {context:,} exceeds the model's max_position_embeddings {cfg.max_positions:,}:"
-                     " the model was not trained for it, and serving engines refuse it unless told otherwise")
-    out = {
-        "schema_version": SCHEMA_VERSION,
-        "model": cfg.name or cfg.model_type,
-        "model_type": cfg.model_type,
-        "reader": "hand-written",
-        "family": cfg.family or cfg.model_type,
-        "layers": layer_kinds(cfg),
-        "attention": cfg.attention_kind,
-        "assumptions": list(cfg.assumptions),
-        "notes": [],
-        "warnings": warnings,
-        "architecture": normalised(cfg),
-        "parameters": {"total": params.total, "active_per_token": params.active, **asdict(params)},
-        "workload": {"context": context, "users": users, "dtype": dtype, "kv_dtype": kv_dtype, "gpu": gpu_name,
-                     "gpu_memory_bytes": gpu_memory_bytes, "gpu_nvidia_smi_bytes": smi_bytes,
-                     "cached_token_layers": cached_token_layers(cfg, context)},
-        "weights_bytes": _whole(w_bytes),
-        "quantisation": q.description if q else None,
-        "checkpoint_bytes": None,
-        "kv_bytes_per_token": _whole(model_kv_bytes_per_token(cfg, kv_dtype)),
-        "kv_bytes_per_sequence": _whole(model_kv_bytes_per_sequence(cfg, context, kv_dtype)),
-        "kv_cache_bytes": _whole(kv_total),
-        "state_bytes_per_sequence": 0,
-        "total_bytes": _whole(w_bytes + kv_total),
-        "flops_per_token": {"attention": fl.attention, "projections": fl.projections, "ffn": fl.ffn,
-                            "lm_head": fl.lm_head, "total": fl.total},
-        "crossover_context": model_crossover_length(cfg),
-        "encoder_decoder": None,
-        "serving": _serving(plan, engine, overhead_bytes, max_pp,
-                            activation_peak_bytes(cfg, engine.max_num_batched_tokens, engine.max_num_seqs, base,
-                                                  band=engine.band, max_model_len=engine.max_model_len or context),
-                            gpu_notes + ([f"hand-written reader: {q.description}; the scales of every matrix counted"
-                                          " at the rate of a d_model x d_model matrix"] if q else [])),
-    }
-    out["speed"] = _speed(out, cfg, None, gpu_name, speed)
-    return out
 
 
 def _serving(plan, engine: ServingAssumptions, overhead_bytes: float | None, max_pp: int, activation: float,

@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any
 
 from ..constants import GB, GiB
-from .cli import SCHEMA_VERSION, engine_report, read_model, report
+from .cli import SCHEMA_VERSION, read_model, report
 from .config import SUPPORTED_MODEL_TYPES, ConfigError, model_name
 from .gpus import ALIASES, GPUS, gpu
-from .quant import read_quantisation
 from .serving import VLLM_VERSION, ServingAssumptions, fit_verdict, kv_available_plan, vllm_band
 from .speed import DEFAULT_EFFICIENCY, Efficiency, speed_text
 from .text import format_report
@@ -177,18 +176,11 @@ def main(argv: list[str] | None = None) -> int:
                                    ("tokens_per_second", args.tokens_per_second),
                                    ("gpu_hour_price", args.gpu_hour_price), ("eff", args.efficiency))
                  if v is not None}
-        if cfg is not None:
-            raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
-            r = report(cfg, context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name,
-                       dtype=args.dtype, kv_dtype=args.kv_dtype, engine=engine, overhead_bytes=overhead,
-                       max_tp=args.max_tp, max_pp=args.max_pp, quant=read_quantisation(raw), speed=speed)
-            r["notes"] = notes
-        else:
-            raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
-            r = engine_report(em, raw, name=model_name(Path(args.config), raw), context=args.context,
-                              users=args.users, gpu_memory_bytes=memory, gpu_name=name, dtype=args.dtype,
-                              kv_dtype=args.kv_dtype, engine=engine, notes=notes, overhead_bytes=overhead,
-                              max_tp=args.max_tp, max_pp=args.max_pp, speed=speed)
+        raw = json.loads(Path(args.config).read_text(encoding="utf-8"))
+        r = report(cfg if cfg is not None else em, raw, name=model_name(Path(args.config), raw),
+                   context=args.context, users=args.users, gpu_memory_bytes=memory, gpu_name=name, dtype=args.dtype,
+                   kv_dtype=args.kv_dtype, engine=engine, notes=notes, overhead_bytes=overhead, max_tp=args.max_tp,
+                   max_pp=args.max_pp, speed=speed)
         if args.kv_available is not None:
             _from_kv_available(r, cfg if cfg is not None else em, args, engine)
         if args.train:

@@ -188,7 +188,7 @@ def _compute_dtype(dtype: str, quantisation: str | None) -> str:
 
 
 def describe(r: dict[str, Any], model: Any, raw: dict[str, Any] | None = None) -> SpeedModel:
-    """The :class:`SpeedModel` of a planner report ``r`` (:func:`lib.planner.cli.report` or ``engine_report``) and
+    """The :class:`SpeedModel` of a planner report ``r`` (:func:`lib.planner.cli.report`) and
     the model it describes (a hand-read ``ModelConfig`` or an engine-read ``EngineModel``; ``raw``: its parsed
     config.json, where an engine-read mixture of experts names its expert count)."""
     from . import engine as eng_mod
@@ -662,7 +662,7 @@ def _fixture_model(rec: dict[str, Any], weights: str, kv: str, gpu_name: str, co
 
 
 def _read_fixture_model(rec: dict[str, Any], weights: str, kv: str, gpu_name: str, context: int):
-    from .cli import engine_report, read_model, report
+    from .cli import read_model, report
     from .quant import read_quantisation
     from .serving import ServingAssumptions
 
@@ -684,13 +684,8 @@ def _read_fixture_model(rec: dict[str, Any], weights: str, kv: str, gpu_name: st
     mem = card.plan_bytes if card else _NO_PRESET_MEMORY[gpu_name]
     engine = ServingAssumptions.vllm_defaults(mem, gpu_name, non_torch_bytes=GiB)
     kw = dict(context=context, users=1, gpu_memory_bytes=mem, dtype=dtype, kv_dtype=kv, engine=engine)
-    if cfg is not None:
-        r = report(cfg, quant=quant, **kw)
-        model = cfg
-    else:
-        r = engine_report(em, raw, quant=quant, **kw)
-        model = em
-    return r, model, raw, why
+    model = cfg if cfg is not None else em
+    return report(model, raw, quant=quant, **kw), model, raw, why
 
 
 _GPU_PRESETS = {"H100-80GB", "B200", "MI300X", "A100-80GB"}

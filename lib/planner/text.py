@@ -1,5 +1,5 @@
-"""The planner's report as text: :func:`format_report` renders the dict of :func:`lib.planner.cli.report` (or
-:func:`~lib.planner.cli.engine_report`) for a reader, GB (10**9 B) and GiB (2**30 B) labelled."""
+"""The planner's report as text: :func:`format_report` renders the dict of :func:`lib.planner.cli.report` for a
+reader, GB (10**9 B) and GiB (2**30 B) labelled."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ def _plan_line(label: str, g: dict[str, Any]) -> str:
 
 
 def format_report(r: dict[str, Any]) -> str:
-    """The readable form of :func:`report` or :func:`engine_report` (GB = 10**9 B and GiB = 2**30 B labelled)."""
+    """The readable form of :func:`lib.planner.cli.report` (GB = 10**9 B and GiB = 2**30 B labelled)."""
     w, p, f, s = r["workload"], r["parameters"], r["flops_per_token"], r["serving"]
     lines = [f"ASSUMED: {a}" for a in r["assumptions"]] + [f"WARNING: {a}" for a in r["warnings"]]
     lines += [f"NOTE: {a}" for a in r.get("notes", [])]
