@@ -416,3 +416,19 @@ def test_one_report_for_both_readers() -> None:
     assert engine_report(em, raw, name="Llama-2-7b-hf") == by_engine
     with pytest.raises(ValueError, match="needs its config.json"):
         report(em)
+
+
+def test_readme_lists_every_json_key() -> None:
+    """The README's --json paragraph names every top-level key, every key of serving and of its plans, and every
+    key of speed, as the report writes them."""
+    from lib.planner.cli import JSON_KEYS
+    from lib.planner.speed import SPEED_KEYS
+
+    text = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    section = text[text.index("`--json` writes one object"):text.index("### Training: `--train`")]
+    r = report(load_config(LLAMA), users=8)
+    keys = set(JSON_KEYS) | set(r["serving"]) | set(r["serving"]["tensor_parallel"]) | set(SPEED_KEYS)
+    keys = (keys | {"from_kv_available"}) - {"training"}  # training: the --train section describes it
+    assert "`training`" in text[text.index("### Training: `--train`"):]
+    missing = sorted(k for k in keys if f"`{k}`" not in section)
+    assert not missing, f"README's JSON section does not name {missing}"
