@@ -102,15 +102,6 @@
       const rep = Math.max(1, Math.floor(t / c.n_kv_heads));
       return [rep / t, rep];
     }
-    // lib.planner.serving.tp_layout
-    function tpLayout(c, t, dtype, kvDtype, replicateWeights) {
-      const params = parameterCount(c), p = bytesPerElement(dtype);
-      const [share, rep] = kvShare(c, t);
-      const kvRep = c.kv_lora_rank ? 1 : rep;
-      const w = replicateWeights ? params.total * p
-        : (params.total - params.kvProjection + params.kvProjection * kvRep) * p / t;
-      return { weightBytesPerGpu: w, kvBytesPerTokenPerGpu: kvBytesPerToken(c, kvDtype) * share };
-    }
     // lib.planner.quant.for_dtype's layouts (--dtype fp8, int8, int4): bytes per parameter of a d x d matrix with
     // its scales (Quantisation.tensor_bytes((d, d)) / d^2); null for a 16- or 32-bit dtype
     function quantRate(dtype, d) {
@@ -562,7 +553,7 @@
     }
 
     return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, cachedTokenLayers, kvBytesPerSequence,
-      validTpDegrees, tpLayout, planGpus, search, quantRate, batchDefaults, reservedTokens, nonTorchBytes,
+      validTpDegrees, planGpus, search, quantRate, batchDefaults, reservedTokens, nonTorchBytes,
       activationPeak, fitVerdict, servingPlan, windows, engineCache, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
       checkpointedLayers, llamaActivationBytes, llamaPeakBytes, nf4TensorBytes, quantizedBaseBytes, shardStates,
       loraParameters, trainingPlan, speedModel, keysSum, prefillSeconds, decodeStep, serve, requestTokens };
