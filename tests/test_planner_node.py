@@ -406,3 +406,69 @@ process.stdout.write(JSON.stringify(cs.map(([b, n]) => P.batchDefaults(b, n))));
     out = subprocess.run([NODE, "-e", runner, str(ROOT / "lib" / "planner" / "web" / "planner.js"), json.dumps(sv)],
                          input=json.dumps(cards), capture_output=True, text=True, timeout=60, check=True)
     assert [tuple(x) for x in json.loads(out.stdout)] == [vllm_batch_defaults(b, n) for b, n in cards]
+
+
+# models only transformers reads (the chapter's newest presets): (name, users, context, --gpu, --kv-dtype, band,
+# --overhead in bytes)
+ENGINE_SERVING_CASES = [
+    ("gpt-oss-20b", 64, 8192, "H100-80GB", "bf16", "0.12", None),
+    ("gpt-oss-20b", 1500, 2048, "H200", "fp8", "0.12", None),
+    ("gemma-3-4b-it", 200, 32768, "H100-80GB", "bf16", "0.12", None),
+    ("AI21-Jamba-1.5-Mini", 64, 16384, "H100-80GB", "bf16", "0.10", None),
+    ("Qwen3-Coder-Next", 32, 8192, "H200", "bf16", "0.12", None),
+    ("DeepSeek-V3.2", 16, 8192, "B200", "fp8", "0.12", None),
+    ("gemma-3n-E4B-text", 8, 4096, "L4", "bf16", "v0", None),
+    ("Llama-4-Scout-17B-16E", 64, 8192, "H100-80GB", "bf16", "0.12", 4 * GiB),
+]
+
+
+def test_planner_js_engine_read_presets_plan_as_the_command_line() -> None:
+    """The calculator's plan for a model only transformers reads (its per-layer description: windows, recurrent
+    state, latent caches, experts) is lib.planner.cli.report's for the same model and settings, verdict included."""
+    pytest.importorskip("transformers")
+    from lib.planner.cli import read_model, report, serving_web_data
+    from lib.planner.serving import ServingAssumptions
+
+    models, raws = {}, {}
+    for name, *_ in ENGINE_SERVING_CASES:
+        path = ROOT / "tests" / "fixtures" / f"{name}.config.json"
+        cfg, em, _ = read_model(path, cache=True)
+        assert cfg is None and em is not None, name
+        models[name], raws[name] = em, json.loads(path.read_text())
+    cases = [(normalised(models[n], n), _page_inputs(u, ctx, card, "bf16", kv, band, over, 0))
+             for n, u, ctx, card, kv, band, over in ENGINE_SERVING_CASES]
+    out = subprocess.run([NODE, "-e", SERVING_RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
+                         input=json.dumps({"bytes_per_dtype": BYTES_PER_DTYPE, "serving": serving_web_data(),
+                                           "cases": cases}),
+                         capture_output=True, text=True, timeout=60, check=True)
+    got = json.loads(out.stdout)
+    for (name, users, context, card, kv, band, over), js in zip(ENGINE_SERVING_CASES, got, strict=True):
+        engine = ServingAssumptions.vllm_defaults(_plan_bytes(card), card, vllm_version=band)
+        r = report(models[name], raws[name], name=name, context=context, users=users, gpu_name=card, kv_dtype=kv,
+                   engine=engine, overhead_bytes=over, max_pp=1)
+        s, tp = r["serving"], r["serving"]["tensor_parallel"]
+        assert isinstance(js, dict), (name, js)
+        p = js["plan"]
+        assert (p["gpus"], p["tpDegree"], p["replicas"], p["sequencesPerReplica"], p["waitingUsers"], p["naive"]) == (
+            tp["gpus"], tp["tp_degree"], tp["replicas"], tp["sequences_per_replica"], tp["waiting_users"],
+            tp["naive_gpus"]), name
+        assert js["weightsBytes"] == r["weights_bytes"], name
+        assert math.ceil(p["kvBytesPerGpu"]) == tp["kv_bytes_per_gpu"], name
+        assert math.ceil(p["weightBytesPerGpu"]) == tp["weight_bytes_per_gpu"], name
+        assert math.ceil(p["overheadBytesPerGpu"]) == tp["overhead_bytes_per_gpu"], name
+        assert js["verdict"] == s["verdict"] and js["limit"] == s["max_num_seqs_limit"], name
+        if over is None:
+            assert math.ceil(js["activationBytes"]) == s["activation_peak_bytes"], name
+    refused = run_node_serving([(normalised(models["gpt-oss-20b"], "gpt-oss-20b"),
+                                 _page_inputs(1, 4096, "H100-80GB", "int4", "bf16", "0.12", None, 0))])
+    assert "python -m lib.sizing CONFIG --dtype int4" in refused[0]
+
+
+def run_node_serving(cases: list) -> list:
+    from lib.planner.cli import serving_web_data
+
+    out = subprocess.run([NODE, "-e", SERVING_RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
+                         input=json.dumps({"bytes_per_dtype": BYTES_PER_DTYPE, "serving": serving_web_data(),
+                                           "cases": cases}),
+                         capture_output=True, text=True, timeout=60, check=True)
+    return json.loads(out.stdout)

@@ -163,6 +163,9 @@ def normalised(model: ModelConfig | eng_mod.EngineModel, name: str = "") -> dict
     * ``first_params`` (before the layers: embeddings, a vision tower), ``last_params`` (after: final norm, an
       untied head), ``tied_head`` (parameters of a tied head, which a separate last pipeline stage copies);
     * ``latent``: whether the cache is a latent every tensor-parallel GPU holds whole;
+    * (engine-read only) ``layer_kv_heads`` (key/value heads per layer, 0: the model's), ``layer_conv_channels``
+      (convolution channels vLLM keeps one column fewer of), ``layer_widest`` (outputs per token of the widest block,
+      for the activation estimate): what the calculator's serving plan needs beside the keys above;
     * ``parameters``: ``{"total", "active_per_token"}``.
 
     So bytes per token = sum(layer_kv_elements) x bytes per element, a sequence of n tokens caches
@@ -179,7 +182,10 @@ def normalised(model: ModelConfig | eng_mod.EngineModel, name: str = "") -> dict
              "windows": [la.window for la in layers], "layer_kv_elements": [la.kv_per_token for la in layers],
              "layer_state_elements": [la.state for la in layers], "layer_params": [la.params for la in layers],
              "layer_active_params": [la.active for la in layers],
-             "layer_kv_projection": [la.kv_projection for la in layers], "first_params": model.first_params,
+             "layer_kv_projection": [la.kv_projection for la in layers],
+             "layer_kv_heads": [la.kv_heads for la in layers],
+             "layer_conv_channels": [la.conv_channels for la in layers],
+             "layer_widest": [la.widest for la in layers], "first_params": model.first_params,
              "last_params": model.last_params, "tied_head": model.tied_head,
              "latent": any(la.kind == "latent" for la in layers),
              "parameters": {"total": model.total, "active_per_token": model.active}}

@@ -4,6 +4,7 @@ lib.planner.speed's for the plan it shows, and bad input is refused in one line,
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -48,10 +49,16 @@ def test_speed_rows_equal_python(page) -> None:
     per_gpu = plan.replicas * s["tokens_per_second_per_replica"] / plan.gpus
     assert math.isclose(_value(page, "gpu"), per_gpu, rel_tol=1e-9)
     assert "3840 prompt + 256 generated tokens" in page.text_content("#planner-out-speed-assumed")
-    # an engine-read hybrid: one GPU assumed, still an answer
+    # an engine-read hybrid: its own serving plan (the CLI's) and verdict, timed on that plan
     page.select_option("#planner-preset", "Qwen3.5-4B")
     assert page.text_content("#planner-out-speed-error") == "" and _value(page, "user") > 0
-    assert "one GPU assumed" in page.text_content("#planner-out-speed-assumed")
+    raw = json.loads((FIXTURES / "Qwen3.5-4B.config.json").read_text())
+    r = report(models["Qwen3.5-4B"], raw, name="Qwen3.5-4B", context=4096, users=64, max_pp=1)
+    tp = r["serving"]["tensor_parallel"]
+    assert page.text_content("#planner-out-verdict") == r["serving"]["verdict"]
+    assert float(page.get_attribute("#planner-out-gpus", "data-value")) == tp["gpus"]
+    assert f"tensor-parallel {tp['tp_degree']}; prefill" in page.text_content("#planner-out-speed-assumed")
+    assert "one GPU assumed" not in page.text_content("#planner-out-speed-assumed")
     assert not [e for e in page.book_errors if e.startswith(("pageerror", "console.error"))]
 
 

@@ -131,13 +131,22 @@
       const embed = c.vocab_size * c.d_model + c.n_positions * c.d_model, head = c.vocab_size * c.d_model;
       const tokens = windows(c).reduce((s, w) => s + tokensFor(w), 0);
       const perLayerKv = kvBytesPerTokenLayer(c, o.kvDtype);
-      let best = null;
-      for (const t of validTpDegrees(c.n_heads, c.n_kv_heads, o.maxTp || 64)) {
+      const loads = (t) => {
         const [share, rep] = kvShare(c, t), kvRep = c.kv_lora_rank ? 1 : rep;
         let n = (layers + c.n_layers * kvLayer * (kvRep - 1) - norms) * pLayer + norms * p;
         n += embed * p;
         n += (norm + (c.tie_embeddings ? 0 : head)) * p;
-        const w = o.replicateWeights ? n : n / t, kv = perLayerKv * share * tokens;
+        return [o.replicateWeights ? n : n / t, perLayerKv * share * tokens];
+      };
+      const best = bestPlan(o, validTpDegrees(c.n_heads, c.n_kv_heads, o.maxTp || 64), loads, overhead, naive);
+      return { plan: best, weightsBytes: weights, kvTotalBytes: kvTotal, cached: cachedTokenLayers(c, o.context) };
+    }
+    // lib.planner.serving._search's choice for one pipeline stage: the fewest GPUs over the degrees, loads(t) the
+    // [weight bytes, cache bytes per sequence] on one GPU of a group of t, overhead(t) the bytes subtracted
+    function bestPlan(o, degrees, loads, overhead, naive) {
+      let best = null;
+      for (const t of degrees) {
+        const [w, kv] = loads(t);
         const over = overhead(t), room = o.memoryFraction * o.gpuMemoryBytes - over - w;
         if (room < kv || kv <= 0) continue;
         const cacheSeqs = Math.floor(room / kv);
@@ -153,7 +162,7 @@
         if (best === null || plan.gpus < best.gpus) best = plan;
       }
       if (best === null) throw new Error("the model does not fit on any tensor-parallel group up to " + (o.maxTp || 64));
-      return { plan: best, weightsBytes: weights, kvTotalBytes: kvTotal, cached: cachedTokenLayers(c, o.context) };
+      return best;
     }
     // lib.planner.serving.plan_gpus with one pipeline stage (a fixed overhead per GPU)
     function planGpus(c, o) {
@@ -213,18 +222,45 @@
         (err / GiB).toFixed(2) + " GiB per GPU";
       return text;
     }
-    // The command line's plan (lib.planner.cli.report's serving.tensor_parallel, verdict and limits) for a
-    // hand-read description. f: context, users, gpu (a preset name, or null with gpuMemoryBytes), memoryFraction,
-    // dtype, kvDtype, overheadBytes (null: vLLM's estimate of activations and non-torch memory, as without
-    // --overhead), band, maxNumSeqs and maxNumBatchedTokens (0 or null: vLLM's for the card), blockSize
-    function servingPlan(c, f) {
-      const gpuName = f.gpu || "";
+    // The engine's settings for the form's inputs f (lib.planner.serving.ServingAssumptions.vllm_defaults with the
+    // command line's options): the GPU's total, max_num_batched_tokens, max_num_seqs, the band, the block size
+    function engineSettings(f) {
       const total = f.gpu ? SV.gpus[f.gpu] : f.gpuMemoryBytes;
       if (f.gpu && total === undefined) throw new Error("unknown GPU preset " + f.gpu);
       if (!(total > 0)) throw new Error("GPU memory must be positive");
-      const [defTokens, defSeqs] = batchDefaults(total, gpuName);
-      const tokens = f.maxNumBatchedTokens || defTokens, seqCap = f.maxNumSeqs || defSeqs;
-      const band = f.band || SV.default_band, block = f.blockSize || SV.block_size;
+      const [defTokens, defSeqs] = batchDefaults(total, f.gpu || "");
+      const e = { gpu: f.gpu || null, gpuMemoryBytes: total, band: f.band || SV.default_band,
+        maxNumBatchedTokens: f.maxNumBatchedTokens || defTokens, maxNumSeqs: f.maxNumSeqs || defSeqs,
+        blockSize: f.blockSize || SV.block_size, estimate: f.overheadBytes == null };
+      if (!e.estimate && !(f.memoryFraction * total - f.overheadBytes > 0)) {
+        throw new Error("nothing is left per GPU after the overhead");
+      }
+      return e;
+    }
+    // What the report says beside the plan: the activation peak, non-torch memory, verdict and max_num_seqs line
+    function finishPlan(r, e, act) {
+      const plan = r.plan;
+      r.engine = e;
+      r.activationBytes = e.estimate ? act(1) : null;
+      r.activationBytesPerGpu = e.estimate ? act(plan.tpDegree) : null;
+      r.nonTorchBytes = e.estimate ? nonTorchBytes(plan.tpDegree) : null;
+      r.weightsBytes = Math.ceil(r.weightsBytes);
+      r.verdict = e.estimate ? fitVerdict(plan) : null;
+      r.limit = e.estimate && plan.cacheSequencesPerReplica > plan.maxNumSeqs
+        ? "one replica's cache holds " + fmt(plan.cacheSequencesPerReplica, 0) + " sequences but vLLM runs at most" +
+          " max_num_seqs = " + fmt(plan.maxNumSeqs, 0) + " at once: the plan counts " + fmt(plan.maxNumSeqs, 0) +
+          " per replica" + (plan.waitingUsers ? "; on the fewer replicas the cache alone would call for, " +
+          fmt(plan.waitingUsers, 0) + " users would wait" : "")
+        : null;
+      return r;
+    }
+    // The command line's plan (lib.planner.cli.report's serving.tensor_parallel, verdict and limit). f: context,
+    // users, gpu (a preset name, or null with gpuMemoryBytes), memoryFraction, dtype, kvDtype, overheadBytes (null:
+    // vLLM's estimate of activations and non-torch memory, as without --overhead), band, maxNumSeqs and
+    // maxNumBatchedTokens (0 or null: vLLM's for the card), blockSize. A model the engine read: engineServingPlan.
+    function servingPlan(c, f) {
+      if (c.reader === "transformers") return engineServingPlan(c, f);
+      const e = engineSettings(f);
       const rate = quantRate(f.dtype, c.d_model), base = rate === null ? f.dtype : "bf16";
       const params = parameterCount(c);
       let weights = null;
@@ -232,31 +268,58 @@
         const matrices = params.attention + params.ffn;
         weights = (params.total - matrices) * bytesPerElement(base) + matrices * rate;
       }
-      const estimate = f.overheadBytes == null;
-      const act = (t) => activationPeak(c, tokens, seqCap, base, t, band, f.context);
-      const o = { context: f.context, users: f.users, gpuMemoryBytes: total, memoryFraction: f.memoryFraction,
-        dtype: base, kvDtype: f.kvDtype, layerRate: rate, weightsBytes: weights, maxTp: f.maxTp,
-        overhead: estimate ? (t) => act(t) + nonTorchBytes(t) : () => f.overheadBytes,
-        tokensFor: estimate ? (w) => reservedTokens(f.context, w, tokens, block) : null,
-        seqCap: estimate ? seqCap : null };
-      if (!estimate && !(f.memoryFraction * total - f.overheadBytes > 0)) {
-        throw new Error("nothing is left per GPU after the overhead");
+      const act = (t) => activationPeak(c, e.maxNumBatchedTokens, e.maxNumSeqs, base, t, e.band, f.context);
+      const o = { context: f.context, users: f.users, gpuMemoryBytes: e.gpuMemoryBytes,
+        memoryFraction: f.memoryFraction, dtype: base, kvDtype: f.kvDtype, layerRate: rate, weightsBytes: weights,
+        maxTp: f.maxTp, overhead: e.estimate ? (t) => act(t) + nonTorchBytes(t) : () => f.overheadBytes,
+        tokensFor: e.estimate ? (w) => reservedTokens(f.context, w, e.maxNumBatchedTokens, e.blockSize) : null,
+        seqCap: e.estimate ? e.maxNumSeqs : null };
+      return finishPlan(search(c, o), e, act);
+    }
+    // lib.planner.serving.engine_plan with one pipeline stage and engine_activation_peak_bytes, on normalised()'s
+    // per-layer keys of a model the engine read (every parameter at dtype: a quantised checkpoint's stored layout
+    // and --dtype fp8/int8/int4 are the command line's)
+    function engineServingPlan(c, f) {
+      if (quantRate(f.dtype, 1) !== null) {
+        throw new Error(f.dtype + " weights of a model read by transformers: run python -m lib.sizing CONFIG --dtype " +
+          f.dtype + ", which counts each stored matrix and its scales");
       }
-      const r = search(c, o), plan = r.plan;
-      r.engine = { gpu: f.gpu || null, gpuMemoryBytes: total, band: band, maxNumBatchedTokens: tokens,
-        maxNumSeqs: seqCap, estimate: estimate };
-      r.activationBytes = estimate ? act(1) : null;
-      r.activationBytesPerGpu = estimate ? act(plan.tpDegree) : null;
-      r.nonTorchBytes = estimate ? nonTorchBytes(plan.tpDegree) : null;
-      r.weightsBytes = Math.ceil(r.weightsBytes);
-      r.verdict = estimate ? fitVerdict(plan) : null;
-      r.limit = estimate && plan.cacheSequencesPerReplica > plan.maxNumSeqs
-        ? "one replica's cache holds " + fmt(plan.cacheSequencesPerReplica, 0) + " sequences but vLLM runs at most" +
-          " max_num_seqs = " + fmt(plan.maxNumSeqs, 0) + " at once: the plan counts " + fmt(plan.maxNumSeqs, 0) +
-          " per replica" + (plan.waitingUsers ? "; on the fewer replicas the cache alone would call for, " +
-          fmt(plan.waitingUsers, 0) + " users would wait" : "")
-        : null;
-      return r;
+      const e = engineSettings(f), p = bytesPerElement(f.dtype), pKv = bytesPerElement(f.kvDtype);
+      const L = c.n_layers, tokensFor = e.estimate
+        ? (w) => reservedTokens(f.context, w, e.maxNumBatchedTokens, e.blockSize) : (w) => cachedTokens(f.context, w);
+      let perSeq = 0;
+      for (let i = 0; i < L; i++) {
+        perSeq += c.layer_kv_elements[i] * tokensFor(c.windows[i]) + c.layer_state_elements[i] - c.layer_conv_channels[i];
+      }
+      const weights = c.parameters.total * p, total = weights + f.users * perSeq * pKv;
+      const naive = Math.max(1, Math.ceil(total / e.gpuMemoryBytes));
+      const widest = Math.max(...c.layer_widest);
+      const act = (t) => {
+        const forward = (e.band === "v0" && f.context <= 32768 ? Math.max(e.maxNumBatchedTokens, f.context)
+          : e.maxNumBatchedTokens) * (2 * c.d_model + widest / t) * p;
+        const s = Math.min(e.maxNumSeqs, e.maxNumBatchedTokens);
+        if (e.band === "0.12") {
+          return Math.max(forward, e.maxNumBatchedTokens * c.d_model * p + SV.sampler_bytes_per_logit * s * c.vocab_size);
+        }
+        return forward + 4 * s * c.vocab_size;
+      };
+      const loads = (t) => {
+        const rep = (i) => (c.latent ? 1 : Math.max(1, Math.floor(t / Math.max(c.layer_kv_heads[i] || c.n_kv_heads, 1))));
+        let n = 0, kv = 0, state = 0;
+        for (let i = 0; i < L; i++) n += c.layer_params[i] + c.layer_kv_projection[i] * (rep(i) - 1);
+        n += c.first_params;
+        n += c.last_params;
+        for (let i = 0; i < L; i++) kv += c.layer_kv_elements[i] * tokensFor(c.windows[i]) * (c.latent ? 1.0 : rep(i) / t);
+        kv *= pKv;
+        for (let i = 0; i < L; i++) state += c.layer_state_elements[i] - c.layer_conv_channels[i];
+        return [n * p / t, kv + state * pKv / t];
+      };
+      const o = { users: f.users, gpuMemoryBytes: e.gpuMemoryBytes, memoryFraction: f.memoryFraction, maxTp: f.maxTp,
+        seqCap: e.estimate ? e.maxNumSeqs : null };
+      const degrees = c.n_heads ? validTpDegrees(c.n_heads, c.n_kv_heads, f.maxTp || 64) : [1];
+      const plan = bestPlan(o, degrees, loads, e.estimate ? (t) => act(t) + nonTorchBytes(t) : () => f.overheadBytes,
+        naive);
+      return finishPlan({ plan: plan, weightsBytes: weights, kvTotalBytes: f.users * perSeq * pKv, cached: null }, e, act);
     }
 
     // A model only transformers reads (normalised()'s reader "transformers"): its per-layer keys, as
@@ -554,7 +617,7 @@
 
     return { bytesPerElement, parameterCount, kvBytesPerToken, cachedTokens, cachedTokenLayers, kvBytesPerSequence,
       validTpDegrees, planGpus, search, quantRate, batchDefaults, reservedTokens, nonTorchBytes,
-      activationPeak, fitVerdict, servingPlan, windows, engineCache, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
+      activationPeak, fitVerdict, servingPlan, engineServingPlan, windows, engineCache, layerKinds, llamaShape, llamaParameters, llamaLayerBytes,
       checkpointedLayers, llamaActivationBytes, llamaPeakBytes, nf4TensorBytes, quantizedBaseBytes, shardStates,
       loraParameters, trainingPlan, speedModel, keysSum, prefillSeconds, decodeStep, serve, requestTokens };
   }
@@ -703,24 +766,64 @@
       const engine = cfg.reader === "transformers";  // its shape is per layer: the fields above do not apply
       for (const [name] of FIELDS) input(name).disabled = engine;
     }
-    // a model read by transformers: parameters and cache from its per-layer description
-    function updateEngine() {
+    // the workload and engine inputs of the form, checked (lib.planner.serving's settings; see servingPlan)
+    function workload() {
       const num = (name) => Number(input(name).value);
-      const context = num("context"), users = num("users");
-      if (!Number.isInteger(context) || context < 1) throw new Error("context must be a positive whole number");
-      if (!Number.isInteger(users) || users < 1) throw new Error("users must be a positive whole number");
+      const custom = input("gpu").value === "custom", overheadText = input("overhead").value.trim();
+      const f = {
+        context: num("context"), users: num("users"), memoryFraction: num("memory_fraction"),
+        gpu: custom ? null : input("gpu").value,
+        gpuMemoryBytes: custom ? Math.round(num("gpu_memory") * (input("gpu_unit").value === "GiB" ? GiB : GB)) : null,
+        overheadBytes: overheadText === "" ? null : Number(overheadText) * GiB, dtype: input("dtype").value,
+        kvDtype: input("kv_dtype").value, band: input("vllm_version").value, maxNumSeqs: num("max_num_seqs"),
+        maxNumBatchedTokens: num("max_num_batched_tokens"),
+      };
+      if (!Number.isInteger(f.context) || f.context < 1) throw new Error("context must be a positive whole number");
+      if (!Number.isInteger(f.users) || f.users < 1) throw new Error("users must be a positive whole number");
+      if (!(f.memoryFraction > 0 && f.memoryFraction <= 1)) throw new Error("gpu_memory_utilization must be in (0, 1]");
+      if (custom && !(f.gpuMemoryBytes > 0)) throw new Error("GPU memory must be positive");
+      if (f.overheadBytes !== null && !(f.overheadBytes >= 0)) throw new Error("overhead must not be negative");
+      for (const k of ["maxNumSeqs", "maxNumBatchedTokens"]) {
+        if (!Number.isInteger(f[k]) || f[k] < 0) throw new Error("max_num_seqs and max_num_batched_tokens must be whole numbers");
+      }
+      return f;
+    }
+    // the serving plan's rows (lib.planner.cli.report's tensor-parallel plan, verdict and max_num_seqs line)
+    function showPlan(r) {
+      const e = r.engine;
+      set("naive", String(r.plan.naive), r.plan.naive);
+      set("gpus", String(r.plan.gpus), r.plan.gpus);
+      set("layout", r.plan.replicas + " replica(s) x tensor-parallel " + r.plan.tpDegree + ", " +
+        r.plan.sequencesPerReplica + " sequences per replica; per GPU: weights " +
+        fmt(r.plan.weightBytesPerGpu / GiB, 2) + " GiB, cache " + fmt(r.plan.kvBytesPerGpu / GiB, 2) + " GiB of " +
+        fmt(e.gpuMemoryBytes / GiB, 2) + " GiB" + (e.gpu ? " (" + e.gpu + ")" : ""), r.plan.tpDegree);
+      const gib = (b) => fmt(b / GiB, 2) + " GiB";
+      set("overhead", e.estimate ? gib(r.plan.overheadBytesPerGpu) + " = activation peak " +
+        gib(r.activationBytesPerGpu) + " + non-torch " + gib(r.nonTorchBytes) + " (" + SV.bands[e.band] +
+        "; max_num_batched_tokens " + e.maxNumBatchedTokens + ", max_num_seqs " + e.maxNumSeqs + ")"
+        : gib(r.plan.overheadBytesPerGpu) + " (given: replaces the activation and non-torch estimates)",
+      r.plan.overheadBytesPerGpu);
+      set("concurrency", r.limit || (fmt(r.plan.sequencesPerReplica, 0) + " per replica" + (e.estimate ?
+        " (max_num_seqs " + fmt(e.maxNumSeqs, 0) + ")" : "")), r.plan.sequencesPerReplica);
+      set("verdict", r.verdict || "none with a fixed overhead (the model's error is that of vLLM's estimate)",
+        e.estimate ? Math.ceil(r.plan.spareBytesPerGpu) : undefined);
+    }
+    // a model read by transformers: parameters, cache and the serving plan from its per-layer description
+    function updateEngine() {
+      const f = workload();
       const total = cfg.parameters.total, active = cfg.parameters.active_per_token;
       set("params_total", fmt(total, 0), total);
       set("params_active", fmt(active, 0), active);
-      const k = P.engineCache(cfg, context, input("kv_dtype").value);
-      const weights = total * P.bytesPerElement(input("dtype").value);
+      const k = P.engineCache(cfg, f.context, f.kvDtype);
       set("kv_token", fmt(k.perToken, 0) + " B = " + fmt(k.perToken / KiB, 2) + " KiB", k.perToken);
-      const kvTotal = users * (k.perSequence + k.state);
-      set("weights", bytesText(weights), weights);
+      const kvTotal = f.users * (k.perSequence + k.state);
       set("kv_total", bytesText(kvTotal) + (k.state ? " (recurrent state included)" : ""), kvTotal);
+      const r = P.servingPlan(cfg, f), weights = r.weightsBytes;
+      set("weights", bytesText(weights) + " (every parameter at " + f.dtype + "; a quantised checkpoint as stored:" +
+        " python -m lib.sizing CONFIG)", weights);
       set("total", bytesText(weights + kvTotal), weights + kvTotal);
-      set("layout", "read by transformers: for its GPU plan run python -m lib.sizing CONFIG");
-      return null;
+      showPlan(r);
+      return { tp: r.plan.tpDegree, replicas: r.plan.replicas, gpus: r.plan.gpus, edited: false };
     }
     function set(key, text, value) {
       cells[key].textContent = text;
@@ -749,49 +852,17 @@
       if (c.layer_windows) c.layer_windows = c.layer_windows.map((w) => (w ? c.sliding_window : null));
       c.kv_lora_rank = c.kv_lora_rank || null;
       if (c.kv_lora_rank && !c.qk_rope_head_dim) throw new Error("latent attention needs the preset's rotary width");
-      const num = (name) => Number(input(name).value);
-      const custom = input("gpu").value === "custom", overheadText = input("overhead").value.trim();
-      const f = {
-        context: num("context"), users: num("users"), memoryFraction: num("memory_fraction"),
-        gpu: custom ? null : input("gpu").value,
-        gpuMemoryBytes: custom ? Math.round(num("gpu_memory") * (input("gpu_unit").value === "GiB" ? GiB : GB)) : null,
-        overheadBytes: overheadText === "" ? null : Number(overheadText) * GiB, dtype: input("dtype").value,
-        kvDtype: input("kv_dtype").value, band: input("vllm_version").value, maxNumSeqs: num("max_num_seqs"),
-        maxNumBatchedTokens: num("max_num_batched_tokens"),
-      };
-      if (!Number.isInteger(f.context) || f.context < 1) throw new Error("context must be a positive whole number");
-      if (!Number.isInteger(f.users) || f.users < 1) throw new Error("users must be a positive whole number");
-      if (!(f.memoryFraction > 0 && f.memoryFraction <= 1)) throw new Error("gpu_memory_utilization must be in (0, 1]");
-      if (custom && !(f.gpuMemoryBytes > 0)) throw new Error("GPU memory must be positive");
-      if (f.overheadBytes !== null && !(f.overheadBytes >= 0)) throw new Error("overhead must not be negative");
-      for (const k of ["maxNumSeqs", "maxNumBatchedTokens"]) {
-        if (!Number.isInteger(f[k]) || f[k] < 0) throw new Error("max_num_seqs and max_num_batched_tokens must be whole numbers");
-      }
+      const f = workload();
       const p = P.parameterCount(c);
       set("params_total", fmt(p.total, 0), p.total);
       set("params_active", fmt(p.active, 0), p.active);
       const kvTok = P.kvBytesPerToken(c, f.kvDtype);
       set("kv_token", fmt(kvTok, 0) + " B = " + fmt(kvTok / KiB, 2) + " KiB", kvTok);
-      const r = P.servingPlan(c, f), e = r.engine;
+      const r = P.servingPlan(c, f);
       set("weights", bytesText(r.weightsBytes), r.weightsBytes);
       set("kv_total", bytesText(r.kvTotalBytes) + " (" + r.cached + " token-layers cached per sequence)", r.kvTotalBytes);
       set("total", bytesText(r.weightsBytes + r.kvTotalBytes), r.weightsBytes + r.kvTotalBytes);
-      set("naive", String(r.plan.naive), r.plan.naive);
-      set("gpus", String(r.plan.gpus), r.plan.gpus);
-      set("layout", r.plan.replicas + " replica(s) x tensor-parallel " + r.plan.tpDegree + ", " +
-        r.plan.sequencesPerReplica + " sequences per replica; per GPU: weights " +
-        fmt(r.plan.weightBytesPerGpu / GiB, 2) + " GiB, cache " + fmt(r.plan.kvBytesPerGpu / GiB, 2) + " GiB of " +
-        fmt(e.gpuMemoryBytes / GiB, 2) + " GiB" + (e.gpu ? " (" + e.gpu + ")" : ""), r.plan.tpDegree);
-      const gib = (b) => fmt(b / GiB, 2) + " GiB";
-      set("overhead", e.estimate ? gib(r.plan.overheadBytesPerGpu) + " = activation peak " +
-        gib(r.activationBytesPerGpu) + " + non-torch " + gib(r.nonTorchBytes) + " (" + SV.bands[e.band] +
-        "; max_num_batched_tokens " + e.maxNumBatchedTokens + ", max_num_seqs " + e.maxNumSeqs + ")"
-        : gib(r.plan.overheadBytesPerGpu) + " (given: replaces the activation and non-torch estimates)",
-      r.plan.overheadBytesPerGpu);
-      set("concurrency", r.limit || (fmt(r.plan.sequencesPerReplica, 0) + " per replica" + (e.estimate ?
-        " (max_num_seqs " + fmt(e.maxNumSeqs, 0) + ")" : "")), r.plan.sequencesPerReplica);
-      set("verdict", r.verdict || "none with a fixed overhead (the model's error is that of vLLM's estimate)",
-        e.estimate ? Math.ceil(r.plan.spareBytesPerGpu) : undefined);
+      showPlan(r);
       const edited = FIELDS.some(([name]) => (c[name] || 0) !== (presets[input("preset").value][name] || 0));
       return { tp: r.plan.tpDegree, replicas: r.plan.replicas, gpus: r.plan.gpus, edited: edited };
     }
