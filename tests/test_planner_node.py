@@ -336,16 +336,11 @@ def test_planner_js_serving_plan_equals_the_command_line() -> None:
     """For every case, the page's plan is lib.planner.cli.report's tensor-parallel plan under the same settings:
     GPUs, degree, replicas, sequences per replica (after max_num_seqs), users waiting, weights, KV cache per GPU,
     the activation peak, and the verdict word for word (a fixed overhead: no verdict, as the CLI gives none)."""
-    from lib.planner.cli import report, serving_web_data
+    from lib.planner.cli import report
     from lib.planner.serving import ServingAssumptions
 
     models = {n: load_config(ROOT / "tests" / "fixtures" / f"{n}.config.json") for n, *_ in SERVING_CASES}
-    cases = [(normalised(models[n]), _page_inputs(*rest)) for n, *rest in SERVING_CASES]
-    out = subprocess.run([NODE, "-e", SERVING_RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
-                         input=json.dumps({"bytes_per_dtype": BYTES_PER_DTYPE, "serving": serving_web_data(),
-                                           "cases": cases}),
-                         capture_output=True, text=True, timeout=60, check=True)
-    got = json.loads(out.stdout)
+    got = run_node_serving([(normalised(models[n]), _page_inputs(*rest)) for n, *rest in SERVING_CASES])
     verdicts, waiting = 0, 0
     for (name, users, context, card, dtype, kv_dtype, band, overhead, seqs), js in zip(SERVING_CASES, got,
                                                                                        strict=True):
@@ -426,7 +421,7 @@ def test_planner_js_engine_read_presets_plan_as_the_command_line() -> None:
     """The calculator's plan for a model only transformers reads (its per-layer description: windows, recurrent
     state, latent caches, experts) is lib.planner.cli.report's for the same model and settings, verdict included."""
     pytest.importorskip("transformers")
-    from lib.planner.cli import read_model, report, serving_web_data
+    from lib.planner.cli import read_model, report
     from lib.planner.serving import ServingAssumptions
 
     models, raws = {}, {}
@@ -435,13 +430,8 @@ def test_planner_js_engine_read_presets_plan_as_the_command_line() -> None:
         cfg, em, _ = read_model(path, cache=True)
         assert cfg is None and em is not None, name
         models[name], raws[name] = em, json.loads(path.read_text())
-    cases = [(normalised(models[n], n), _page_inputs(u, ctx, card, "bf16", kv, band, over, 0))
-             for n, u, ctx, card, kv, band, over in ENGINE_SERVING_CASES]
-    out = subprocess.run([NODE, "-e", SERVING_RUNNER, str(ROOT / "lib" / "planner" / "web" / "planner.js")],
-                         input=json.dumps({"bytes_per_dtype": BYTES_PER_DTYPE, "serving": serving_web_data(),
-                                           "cases": cases}),
-                         capture_output=True, text=True, timeout=60, check=True)
-    got = json.loads(out.stdout)
+    got = run_node_serving([(normalised(models[n], n), _page_inputs(u, ctx, card, "bf16", kv, band, over, 0))
+                            for n, u, ctx, card, kv, band, over in ENGINE_SERVING_CASES])
     for (name, users, context, card, kv, band, over), js in zip(ENGINE_SERVING_CASES, got, strict=True):
         engine = ServingAssumptions.vllm_defaults(_plan_bytes(card), card, vllm_version=band)
         r = report(models[name], raws[name], name=name, context=context, users=users, gpu_name=card, kv_dtype=kv,
