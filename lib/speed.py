@@ -32,6 +32,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ._validate import check_int as _count
+from ._validate import check_real
 from .constants import FLOPS_PER_MAC
 
 __all__ = [
@@ -43,16 +45,7 @@ __all__ = [
 
 
 def _positive(x: float, name: str) -> float:
-    if isinstance(x, bool) or not isinstance(x, int | float | np.integer | np.floating) or not (
-            math.isfinite(x) and x > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {x!r}")
-    return float(x)
-
-
-def _count(n: int, name: str, minimum: int = 1) -> int:
-    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {n!r}")
-    return int(n)
+    return check_real(x, name, above=0)
 
 
 # ------------------------------------------------------------------------------------------------ the model
@@ -252,7 +245,7 @@ def copy_bandwidth(nbytes: int = 2**29, repeats: int = 5) -> float:
     STREAM counts it: the bytes read plus the bytes written, over the fastest of ``repeats`` copies."""
     import torch
 
-    n = _count(nbytes, "nbytes", 1024) // 4
+    n = _count(nbytes, "nbytes", minimum=1024) // 4
     src = torch.ones(n)
     dst = torch.empty_like(src)
     with threads(1):
