@@ -207,6 +207,7 @@ def assemble(cover: bytes, body: bytes, entries: list[dict], pages: dict[str, in
                              f"{len(body_reader.pages)} pages of text")
         for i, overlay in enumerate(heads_reader.pages):
             writer.pages[n_cover + i].merge_page(overlay)
+            writer.pages[n_cover + i].compress_content_streams()  # merged, it is written uncompressed: 11x the bytes
     parents: dict[int, object] = {}
     for e in entries:
         page = pages.get(e["id"])

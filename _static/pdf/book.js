@@ -336,21 +336,38 @@ window.bookPdf = {
     const shown = names.filter(n => [...select.options].some(o => o.value === n));
     const read = (table) => [...table.querySelectorAll('tr')].map(tr =>
       [tr.querySelector('th').textContent, tr.querySelector('td').textContent.trim()]);
-    const [serveTable, trainTable] = root.querySelectorAll('table.planner-out');
-    const serve = [], train = [];
+    // every table of answers (serving; then what the calculator's version adds: time, a training step), each
+    // captioned by the heading the page gives it
+    const tables = [...root.querySelectorAll('table.planner-out')];
+    const captions = tables.map((t, k) => {
+      for (let el = t.previousElementSibling; el; el = el.previousElementSibling) {
+        if (el.matches('h4, h5')) return el.textContent.trim();
+        if (el.matches('table')) break;
+      }
+      return k === 0 ? 'Serving: weights, cache and GPUs' : '';
+    });
+    const answers = tables.map(() => []);
+    const columns = tables.map(() => []);
     shown.forEach(name => {
       select.value = name;
       select.dispatchEvent(new Event('change', {bubbles: true}));
-      serve.push(read(serveTable));
-      train.push(read(trainTable));
+      tables.forEach((t, k) => {
+        const rows = read(t);
+        // a preset this table does not cover (its "problem" row says why, e.g. training a mixture of experts)
+        // and for which it has no answer is left out of that table
+        const problem = rows.find(([label]) => label === 'problem');
+        const answered = rows.some(([label, v]) => label !== 'problem' && v !== '');
+        if (problem && problem[1] && !answered) return;
+        answers[k].push(rows);
+        columns[k].push(name);
+      });
     });
     const value = (n) => { const i = root.querySelector('[name=' + n + ']'); return i ? i.value : ''; };
-    const tvalue = (n) => value('train-' + n);
-    const build = (rows, caption) => {
+    const build = (rows, names, caption) => {
       const table = document.createElement('table');
       table.className = 'book-calculator table';
       const head = document.createElement('tr');
-      ['', ...shown].forEach(t => { const th = document.createElement('th'); th.textContent = t; head.append(th); });
+      ['', ...names].forEach(t => { const th = document.createElement('th'); th.textContent = t; head.append(th); });
       const thead = document.createElement('thead');
       thead.append(head);
       const tbody = document.createElement('tbody');
@@ -372,17 +389,15 @@ window.bookPdf = {
     const unit = value('gpu_unit');
     const lead = document.createElement('p');
     lead.className = 'book-calculator-lead';
-    lead.textContent = `In print, its answers for ${shown.length} of its presets at its defaults: a context of ` +
-      `${Number(value('context')).toLocaleString('en-US')} tokens, ${value('users')} concurrent sequence` +
-      `${value('users') === '1' ? '' : 's'}, ${value('gpu_memory')} ${unit} of memory per GPU of which a fraction ` +
-      `${value('memory_fraction')} is usable, an overhead of ${value('overhead')} GB per GPU, ${value('dtype')} ` +
-      `weights and a ${value('kv_dtype')} cache; and for one training step per GPU, ${tvalue('train_dtype')} ` +
-      `with ${tvalue('optimizer')}, ${tvalue('attention')} attention, checkpointing ${tvalue('checkpointing')}, ` +
-      `ZeRO stage ${tvalue('zero')}, ${tvalue('gpus')} GPU and a micro-batch of ${tvalue('micro_batch')}.`;
+    lead.textContent = `In print, its answers for ${shown.length} of its presets, every field at its default: a ` +
+      `context of ${Number(value('context')).toLocaleString('en-US')} tokens, ${value('users')} concurrent ` +
+      `sequence${value('users') === '1' ? '' : 's'}, ${value('gpu_memory')} ${unit} of memory per GPU of which ` +
+      `a fraction ${value('memory_fraction')} is usable, an overhead of ${value('overhead')} GB per GPU, ` +
+      `${value('dtype')} weights and a ${value('kv_dtype')} cache.`;
     const figure = document.createElement('div');
     figure.className = 'book-calculator-print';
-    figure.append(lead, build(serve, 'Serving: weights, cache and GPUs'),
-                  build(train, 'One training step, per GPU'));
+    figure.append(lead, ...tables.map((t, k) => answers[k].length ? build(answers[k], columns[k], captions[k]) : '')
+      .filter(Boolean));
     root.replaceWith(figure);
     return shown;
   },
