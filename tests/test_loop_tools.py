@@ -96,6 +96,22 @@ def test_nbval_queue_reads_the_other_machine_like_the_shell_does() -> None:
     assert tool.job_env("other", False)["ATEN_CPU_CAPABILITY"] == env["ATEN_CPU_CAPABILITY"]
 
 
+def test_nbval_queue_runs_native_only_chapters_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """make check's queue: an edited chapter on both machines, one affected through its inputs (--native-only)
+    on this machine only; with only the latter given, not every chapter."""
+    tool = _tool("nbval_parallel")
+    ran = []
+    monkeypatch.setattr(tool, "SECONDS_FILE", tmp_path / "seconds.json")
+    monkeypatch.setattr(tool, "run_job", lambda nb, machine, single: ran.append((nb.name, machine)) or (
+        nb, machine, 0, 0.0, "1 passed"))
+    a, b = (str(ROOT / "chapters" / f"{n}.ipynb") for n in ("notation", "softmax"))
+    assert tool.main(["-j", "2", "--native-only", b, a]) == 0
+    assert sorted(ran) == [("notation.ipynb", "native"), ("notation.ipynb", "other"), ("softmax.ipynb", "native")]
+    ran.clear()
+    assert tool.main(["-j", "1", "--native-only", b]) == 0
+    assert ran == [("softmax.ipynb", "native")]
+
+
 def test_chapters_options_may_follow_the_notebooks() -> None:
     """`execute -j 2 chapters/a.ipynb ...`, the command `check` prints, parses (options after the command)."""
     tool = _tool("chapters")

@@ -9,7 +9,11 @@ the machine's environment.
 
 Usage::
 
-    python tools/nbval_parallel.py [-j N] [--machine native|other|both] [chapters/NAME.ipynb ...]
+    python tools/nbval_parallel.py [-j N] [--machine native|other|both] [--native-only chapters/X.ipynb ...]
+                                   [chapters/NAME.ipynb ...]
+
+``--native-only NB`` (repeatable) adds NB to the queue on this machine only (``make check``: a chapter affected
+through its inputs alone, not edited).
 
 Prints one line per job as it ends (and the failing job's report); exits 1 if any job failed.
 """
@@ -81,6 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1, help="jobs at a time (default: cores)")
     ap.add_argument("--machine", choices=["native", "other", "both"], default="both")
+    ap.add_argument("--native-only", action="append", type=Path, default=[], metavar="NB",
+                    help="also run NB, on this machine only (repeatable)")
     ap.add_argument("notebooks", nargs="*", type=Path, help="default: every chapter in _toc.yml")
     args = ap.parse_args(argv)
     if args.jobs < 1:
@@ -88,8 +94,9 @@ def main(argv: list[str] | None = None) -> int:
     sys.path.insert(0, str(ROOT / "tools"))
     from chapters import toc_chapters
 
-    notebooks = [p.resolve() for p in args.notebooks] or toc_chapters(ROOT)
-    missing = [str(p) for p in notebooks if not p.is_file()]
+    native_only = [p.resolve() for p in args.native_only]
+    notebooks = [p.resolve() for p in args.notebooks] or ([] if native_only else toc_chapters(ROOT))
+    missing = [str(p) for p in notebooks + native_only if not p.is_file()]
     if missing:
         print(f"nbval_parallel: no such notebook: {', '.join(missing)}", file=sys.stderr)
         return 2
@@ -106,10 +113,12 @@ def main(argv: list[str] | None = None) -> int:
         key = f"{nb.relative_to(ROOT)}:{machine}"
         return last.get(key, nb.stat().st_size / 20_000 * (1.5 if machine == "other" else 1.0))
 
-    jobs = sorted(((nb, m) for nb in notebooks for m in machines), key=cost, reverse=True)
+    queue = {(nb, m) for nb in notebooks for m in machines} | {(nb, "native") for nb in native_only}
+    jobs = sorted(queue, key=cost, reverse=True)
     single = args.jobs > 1 or args.machine == "other"
     cmd = shlex.join(pytest_command(Path(ROOT / "chapters" / "NAME.ipynb")))
-    print(f"nbval_parallel: {len(jobs)} jobs ({len(notebooks)} chapters x {', '.join(machines)}), "
+    extra = f" + {len(native_only)} native only" if native_only else ""
+    print(f"nbval_parallel: {len(jobs)} jobs ({len(notebooks)} chapters x {', '.join(machines)}{extra}), "
           f"{args.jobs} at a time{', single-threaded kernels' if single else ''}; each job: {cmd}", flush=True)
     t_all = time.perf_counter()
     failed: list[str] = []
