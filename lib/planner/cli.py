@@ -611,7 +611,8 @@ def serving_web_data() -> dict[str, Any]:
     }
 
 
-def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_id: str = "planner-app") -> str:
+def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_id: str = "planner-app", *,
+                 start: dict[str, Any] | None = None, training: bool = True) -> str:
     """HTML for the in-page calculator: a ``<div>`` carrying the presets' normalised descriptions
     (:func:`normalised`, built here at book-build time: a model only transformers knows is read by the engine
     then), ``BYTES_PER_DTYPE``, the serving rules' data (:func:`serving_web_data`: the calculator starts from the
@@ -619,9 +620,22 @@ def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_
     preset's roofline description, the cards, the efficiencies) as JSON, then ``lib/planner/web/planner.js`` inline
     (no kernel, no network).
     tests/test_planner_node.py checks the script against :mod:`lib.sizing` under Node, tests/browser/test_planner.py
-    in Chromium."""
+    in Chromium.
+
+    ``start``: what the form opens on, ``{"preset": name, "users": n, "context": n}`` (any of them; default: the first
+    preset and the command line's defaults), so a page can open on its own question. ``training=False`` leaves out
+    the second form, one training step per GPU."""
     if not presets:
         raise ValueError("presets must name at least one model configuration")
+    start = dict(start or {})
+    unknown = set(start) - {"preset", "users", "context"}
+    if unknown:
+        raise ValueError(f"start takes preset, users and context, not {sorted(unknown)}")
+    if "preset" in start and start["preset"] not in presets:
+        raise ValueError(f"start preset {start['preset']!r} is not one of the presets")
+    for key in ("users", "context"):
+        if key in start:
+            start[key] = as_count(start[key], key)
     if not re.fullmatch(r"[A-Za-z][\w-]*", element_id):
         raise ValueError(f"element_id must be a simple HTML id, got {element_id!r}")
     script = (Path(__file__).parent / "web" / "planner.js").read_text(encoding="utf-8")
@@ -630,11 +644,12 @@ def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_
     from .speed import web_data
 
     data = {"bytes_per_dtype": BYTES_PER_DTYPE, "presets": {name: normalised(c, name) for name, c in presets.items()},
-            "speed": web_data(presets), "serving": serving_web_data()}
+            "speed": web_data(presets), "serving": serving_web_data(), "start": start, "training": bool(training)}
     style = (
         f"<style>#{element_id} form{{display:grid;grid-template-columns:repeat(auto-fill,minmax(17em,1fr));"
         f"gap:.3em 1.2em;margin-bottom:.8em}}#{element_id} label{{display:flex;justify-content:space-between;"
-        f"align-items:center;gap:.5em}}#{element_id} input{{width:8em}}#{element_id} td{{font-family:monospace}}"
+        f"align-items:center;gap:.5em;min-width:0;overflow-wrap:anywhere}}#{element_id} input{{width:8em;"
+        f"max-width:45%;flex:none;box-sizing:border-box}}#{element_id} td{{font-family:monospace}}"
         f"</style>\n"
     )
     return style + (

@@ -90,11 +90,38 @@ def _page_with_presets(page) -> None:
 
 
 def test_page_embeds_the_calculator_with_the_cli_verdict(page, site_url: str) -> None:
-    """The chapter's calculator opens on the CLI's defaults and says what the CLI says for its first preset."""
+    """The chapter's calculator opens on the chapter's question (Mixtral, 64 users of 8,192 tokens, the CLI's
+    H100 defaults), says what the CLI says for it, and shows no training form (that is train_memory's)."""
     _open(page, site_url)
-    cfg = load_config(FIXTURES / f"{PRESETS[0]}.config.json")
+    cfg = load_config(FIXTURES / "Mixtral-8x7B-v0.1.config.json")
     assert page.input_value("#planner-gpu") == "H100-80GB"
-    assert page.text_content("#planner-out-verdict") == report(cfg)["serving"]["verdict"]
+    assert page.input_value("#planner-preset") == "Mixtral-8x7B-v0.1"
+    assert (page.input_value("#planner-users"), page.input_value("#planner-context")) == ("64", "8192")
+    r = report(cfg, users=64, context=8192, max_pp=1)
+    assert page.text_content("#planner-out-verdict") == r["serving"]["verdict"]
+    assert _value(page, "gpus") == r["serving"]["tensor_parallel"]["gpus"]
+    assert page.query_selector("#planner-train-gpus") is None
+    assert not _script_errors(page), _script_errors(page)
+
+
+def test_start_and_training_options(page) -> None:
+    """planner_html's start= opens the form on a preset and a workload; training=False drops the second form."""
+    models = {name: load_config(FIXTURES / f"{name}.config.json") for name in PRESETS}
+    start = {"preset": "Mixtral-8x7B-v0.1", "users": 64, "context": 8192}
+    page.set_content("<html><body>" + planner_html(models, start=start, training=False) + "</body></html>")
+    page.wait_for_selector("#planner-app #planner-out-gpus", timeout=15_000)
+    r = report(models["Mixtral-8x7B-v0.1"], users=64, context=8192, max_pp=1)
+    assert page.text_content("#planner-out-error") == ""
+    assert _value(page, "gpus") == r["serving"]["tensor_parallel"]["gpus"]
+    assert page.text_content("#planner-out-verdict") == r["serving"]["verdict"]
+    assert page.query_selector("#planner-train-gpus") is None and "training step" not in page.inner_text("#planner-app")
+    # at 1280 px every input stays inside its form
+    page.set_viewport_size({"width": 1280, "height": 900})
+    out = page.evaluate("""() => Array.from(document.querySelectorAll('#planner-app form')).flatMap((f) => {
+        const r = f.getBoundingClientRect();
+        return Array.from(f.querySelectorAll('input, select')).filter((i) =>
+            i.getBoundingClientRect().right > r.right + 0.5).map((i) => i.name); })""")
+    assert out == [], out
     assert not _script_errors(page), _script_errors(page)
 
 

@@ -648,7 +648,12 @@
     const SV = data.serving;
     const P = planner(data.bytes_per_dtype, SV);
     const presets = data.presets;
-    let cfg = Object.assign({}, presets[Object.keys(presets)[0]]);
+    // what the form opens on (planner_html's start): a preset, users and context, else the first preset and the
+    // command line's defaults; data.training false leaves out the training form
+    const start = data.start || {};
+    const first = start.preset in presets ? start.preset : Object.keys(presets)[0];
+    const withTraining = data.training !== false;
+    let cfg = Object.assign({}, presets[first]);
     const el = (tag, attrs, text) => {
       const e = document.createElement(tag);
       for (const k in attrs || {}) e.setAttribute(k, attrs[k]);
@@ -663,10 +668,11 @@
       for (const o of options) { const op = el("option", { value: o }, o); if (o === value) op.selected = true; s.appendChild(op); }
       return s;
     };
-    row("model", select("preset", Object.keys(presets), Object.keys(presets)[0]));
+    row("model", select("preset", Object.keys(presets), first));
     for (const [name, label] of FIELDS) row(label, el("input", { type: "number", name: name, id: "planner-" + name, min: 0 }));
     for (const [name, label, key] of WORKLOAD) {
-      row(label, el("input", { type: "number", name: name, id: "planner-" + name, value: SV[key], step: "any", min: 0 }));
+      const value = key in start ? start[key] : SV[key];
+      row(label, el("input", { type: "number", name: name, id: "planner-" + name, value: value, step: "any", min: 0 }));
     }
     // the GPU: a preset (the total vLLM divides up, as --gpu) or a size entered (as --gpu-memory)
     row("GPU", select("gpu", Object.keys(SV.gpus).concat(["custom"]), SV.default_gpu));
@@ -722,8 +728,8 @@
       }
     }
     // the training step: a second form and table (ids planner-train-*), the same preset and context
-    root.appendChild(el("h4", {}, "One training step (per GPU)"));
     const tform = el("form", { class: "planner-form" });
+    if (withTraining) root.appendChild(el("h4", {}, "One training step (per GPU)"));
     tform.addEventListener("submit", (ev) => ev.preventDefault());
     const trow = (label, inp) => { const l = el("label", {}, label + " "); l.appendChild(inp); tform.appendChild(l); };
     for (const [name, label, options, value] of TRAIN_CHOICES) {
@@ -736,9 +742,8 @@
     for (const [name, label, value] of TRAIN_TEXT) {
       trow(label, el("input", { type: "text", name: "train-" + name, id: "planner-train-" + name, value: value }));
     }
-    root.appendChild(tform);
     const tout = el("table", { class: "planner-out" });
-    root.appendChild(tout);
+    if (withTraining) { root.appendChild(tform); root.appendChild(tout); }
     const TOUT = [["weights", "weights"], ["gradients", "gradients"], ["optimizer", "optimizer states"],
       ["activation", "activations"], ["total", "total per GPU"], ["trainable", "trained parameters"],
       ["flops_token", "FLOPs per token"], ["flops_step", "FLOPs per step"], ["gpu_hours", "GPU-hours"],
@@ -915,7 +920,7 @@
       } catch (err) {
         set("layer_kinds", "");
       }
-      updateTraining();
+      if (withTraining) updateTraining();
     }
     function updateTraining() {
       try {
