@@ -39,7 +39,7 @@ def _load_tool(root: Path, name: str):
 def _make_book(tmp: Path) -> None:
     """A minimal book in ``tmp`` with the real config, a copy of lib/ and one chapter that reads lib.constants.GB."""
     (tmp / "tools").mkdir()
-    for tool in ("build_book.py", "chapters.py"):
+    for tool in ("build_book.py", "chapters.py", "download_README.md"):  # the build writes the zip's README too
         shutil.copy(ROOT / "tools" / tool, tmp / "tools")
     shutil.copytree(ROOT / "lib", tmp / "lib", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(ROOT / "_ext", tmp / "_ext", ignore=shutil.ignore_patterns("__pycache__"))
