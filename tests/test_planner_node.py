@@ -462,3 +462,25 @@ def run_node_serving(cases: list) -> list:
                                            "cases": cases}),
                          capture_output=True, text=True, timeout=60, check=True)
     return json.loads(out.stdout)
+
+
+def test_planner_html_start_and_training_options() -> None:
+    """planner_html's start= is embedded for the page to open on (checked, counts as integers) and training=False
+    is passed on; a start the page could not honour is refused in Python, not left to the script."""
+    import html as html_mod
+    import re
+
+    from lib.planner.cli import planner_html
+
+    models = {n: load_config(ROOT / "tests" / "fixtures" / f"{n}.config.json") for n in ("gpt2", "Mixtral-8x7B-v0.1")}
+
+    def data(**kw):
+        page = planner_html(models, **kw)
+        return json.loads(html_mod.unescape(re.search(r'data-planner="([^"]*)"', page).group(1)))
+
+    d = data(start={"preset": "Mixtral-8x7B-v0.1", "users": 64, "context": 8192}, training=False)
+    assert (d["start"], d["training"]) == ({"preset": "Mixtral-8x7B-v0.1", "users": 64, "context": 8192}, False)
+    assert (data()["start"], data()["training"]) == ({}, True)
+    for bad in ({"preset": "Llama-2-7b-hf"}, {"gpu": "H200"}, {"users": 0}, {"context": 1.5}):
+        with pytest.raises((ValueError, TypeError)):
+            planner_html(models, start=bad)
