@@ -64,8 +64,9 @@ def test_static_output_carries_the_html_sliders_frames() -> None:
 
     from PIL import Image
 
-    out = explore(draw, "T", [0.25, 4.0], interactive_values=[0.25, 0.5, 1.0, 2.0, 4.0], default=1.0,
-                  mode="static")
+    with matplotlib.rc_context({"figure.dpi": 110}):  # the book's (figures.use()), whatever ran before
+        out = explore(draw, "T", [0.25, 4.0], interactive_values=[0.25, 0.5, 1.0, 2.0, 4.0], default=1.0,
+                      mode="static")
     data, md = out._repr_mimebundle_()
     # Jupyter shows the grid with the figure's own text, so nbval compares what it compared before the frames
     assert data["text/plain"] == repr(out.figure) and "image/png" in data
