@@ -201,7 +201,7 @@ def test_recurrent_state_as_vllm_holds_it() -> None:
     """Issue 31 item 11: vLLM keeps conv_kernel - 1 columns of convolution state (its MambaStateShapeCalculator),
     transformers the whole kernel: Qwen3-Coder-Next 37.6875 MiB per sequence in bf16 against 38.25, Jamba 1.5 Mini
     the cache of 532 tokens against 560. The planner's report and plans use vLLM's figure."""
-    from lib.planner.cli import engine_report
+    from lib.planner.cli import report
 
     MiB = 2**20
     nxt = _engine(FIXTURES / "Qwen3-Coder-Next.config.json")
@@ -212,7 +212,7 @@ def test_recurrent_state_as_vllm_holds_it() -> None:
     assert engine.state_bytes_per_sequence(jamba, "bf16") == 560 * per_token
     assert engine.state_bytes_per_sequence(jamba, "bf16", layout="vllm") == 532 * per_token
     raw = json.loads((FIXTURES / "Qwen3-Coder-Next.config.json").read_text())
-    assert engine_report(nxt, raw)["state_bytes_per_sequence"] == 37.6875 * MiB
+    assert report(nxt, raw)["state_bytes_per_sequence"] == 37.6875 * MiB
     with pytest.raises(ValueError, match="layout"):
         engine.state_bytes_per_sequence(nxt, "bf16", layout="sglang")
 

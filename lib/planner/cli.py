@@ -2,8 +2,7 @@
 for a model either reader read), reading a config (:func:`read_model`),
 the normalised description the in-page calculator receives (:func:`normalised`) and its HTML
 (:func:`planner_html`). The text form is :mod:`lib.planner.text`, the command line ``python -m lib.sizing
-CONFIG.json`` :mod:`lib.planner.command`; both names stay importable from here. (``engine_report``, the engine
-reader's report before the two were one, is kept as a name for :func:`report`.)
+CONFIG.json`` :mod:`lib.planner.command`; both names stay importable from here.
 
 The JSON form is a stable interface: its keys are listed in :data:`JSON_KEYS` (and in the README); a rename or a
 change of meaning bumps :data:`SCHEMA_VERSION`; new keys may be added without a bump.
@@ -373,12 +372,6 @@ def report(
     }
     out["speed"] = _speed(out, model, raw, gpu_name, speed)
     return out
-
-
-def engine_report(em: eng_mod.EngineModel, raw: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """:func:`report` for a model the engine read (the name its callers knew); ``report(em, raw, ...)`` is the
-    same."""
-    return report(em, raw, **kwargs)
 
 
 def _max_positions_warning(context: int, limit: int | None) -> list[str]:
