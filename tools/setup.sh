@@ -152,4 +152,8 @@ or run with BOOK_SKIP_BROWSER=1 to skip the browser tests)"
   if [ "${BOOK_SKIP_BROWSER:-0}" != "1" ] && ! command -v pdftotext >/dev/null 2>&1; then
     apt_install poppler-utils "the PDF test" "pdftotext"
   fi
+  # The PDF's body font, TeX Gyre Pagella (without it the PDF falls back to DejaVu Serif)
+  if [ "${BOOK_SKIP_BROWSER:-0}" != "1" ] && ! fc-list 2>/dev/null | grep -qi "TeX Gyre Pagella"; then
+    apt_install fonts-texgyre "the PDF's body font" "TeX Gyre Pagella"
+  fi
 fi
