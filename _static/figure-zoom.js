@@ -1,4 +1,4 @@
-// Figures full size on a tap: a figure in the text column of a phone is 358 px wide, its labels too small to
+// Figures full size on a tap: a figure in the text column of a phone is 342 px wide, its labels too small to
 // read; a tap (or a click, or Enter) opens it at its drawn width (at least 700 px) in an overlay that scrolls
 // sideways, and a tap or Escape closes it. The figures are SVG, so they stay crisp at any size.
 "use strict";

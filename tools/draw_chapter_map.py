@@ -40,6 +40,7 @@ SHORT = {
     "chapters/training": "Training on a CPU",
     "chapters/flops": "Where the FLOPs go",
     "chapters/kv_cache": "The KV cache",
+    "chapters/speed": "How fast",
     "chapters/train_memory": "Memory to train",
     "chapters/capacity_planner": "Planning a deployment",
     "chapters/tiled_attention": "Tiled exact attention",
@@ -64,6 +65,9 @@ BUILDS_ON = [
     ("chapters/training", "chapters/train_memory"),
     ("chapters/flops", "chapters/train_memory"),
     ("chapters/kv_cache", "chapters/capacity_planner"),
+    ("chapters/flops", "chapters/speed"),                    # FLOPs per token, against the peak
+    ("chapters/kv_cache", "chapters/speed"),                 # the cache a decode step reads
+    ("chapters/speed", "chapters/capacity_planner"),         # is the plan fast enough
     ("chapters/train_memory", "chapters/capacity_planner"),
     ("chapters/attention_backward", "chapters/tiled_attention"),  # the backward pass that is tiled
     ("chapters/softmax", "chapters/tiled_attention"),        # the running max and sum
@@ -84,7 +88,7 @@ def numbered_parts(root: Path = ROOT) -> list[tuple[str, list[str]]]:
 def draw(root: Path = ROOT):
     """One column of chapters in reading order, grouped by part; each dependency an arc on the right, from the
     chapter whose result is used to the chapter that uses it. Narrow (4.6 in) so that its text stays legible
-    when a phone shows it at 358 px."""
+    when a phone shows it at 342 px."""
     figures.use()
     parts = numbered_parts(root)
     missing = [f for _, files in parts for f in files if f not in SHORT]
@@ -146,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--output", type=Path, default=ROOT / "_static" / "chapter-map.svg")
     args = ap.parse_args(argv)
     fig = draw()
-    smallest = figures.text_px_on_phone(fig)  # the front page shows it at most 440 px wide, 358 px on a phone
+    smallest = figures.text_px_on_phone(fig)  # the front page shows it at most 440 px wide, 342 px on a phone
     if smallest < figures.MIN_TEXT_PX:
         raise SystemExit(f"draw_chapter_map: its smallest text is {smallest:.1f} px on a phone, under "
                          f"{figures.MIN_TEXT_PX:g} px")
