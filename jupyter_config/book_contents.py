@@ -189,10 +189,14 @@ def toc_chapters(toc: Path) -> dict[Path, int | None]:
 
 def figure_numbers(nb: dict, chapter: int | None) -> dict[str, str]:
     """name -> "Fig. 2.2" for every figure a code cell's metadata declares (``mystnb.figure.name``), numbered in
-    the chapter's order as the HTML numbers them."""
+    the chapter's order as the HTML numbers them (a cell whose output the HTML removes shows no figure and takes
+    no number)."""
     numbers, k = {}, 0
     for cell in nb.get("cells", []):
-        figure = ((cell.get("metadata") or {}).get("mystnb") or {}).get("figure")
+        meta = cell.get("metadata") or {}
+        figure = (meta.get("mystnb") or {}).get("figure")
+        if {"remove-cell", "remove-output"} & set(meta.get("tags") or []):
+            continue
         if cell.get("cell_type") == "code" and isinstance(figure, dict):
             k += 1
             if figure.get("name"):
