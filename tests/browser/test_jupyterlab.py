@@ -103,22 +103,11 @@ def lab(tmp_path_factory) -> tuple[str, str]:
 
 
 @pytest.fixture(scope="module")
-def lab_browser():
-    """The browser tests' Chromium (``$CHROMIUM`` or the PATH's); this test needs no built book."""
-    chromium = (os.environ.get("CHROMIUM") or shutil.which("chromium") or shutil.which("chromium-browser")
-                or "/usr/bin/chromium")
-    if not Path(chromium).exists():
-        pytest.fail(f"Chromium not found at {chromium}: run `bash tools/setup.sh --test`", pytrace=False)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=[
-            "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
-        try:
-            yield browser.new_context(viewport={"width": 1280, "height": 900})
-        finally:
-            browser.close()
+def lab_browser(browser_context):
+    """The browser tests' session Chromium (conftest.py's ``browser_context``): Playwright's sync API runs one
+    instance per process, so a second one started here fails in a worker that already ran another browser test
+    ("using Playwright Sync API inside the asyncio loop")."""
+    return browser_context
 
 
 @pytest.fixture
