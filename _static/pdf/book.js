@@ -391,8 +391,12 @@ window.bookPdf = {
     lead.className = 'book-calculator-lead';
     lead.textContent = `In print, its answers for ${shown.length} of its presets, every field at its default: a ` +
       `context of ${Number(value('context')).toLocaleString('en-US')} tokens, ${value('users')} concurrent ` +
-      `sequence${value('users') === '1' ? '' : 's'}, ${value('gpu_memory')} ${unit} of memory per GPU of which ` +
-      `a fraction ${value('memory_fraction')} is usable, an overhead of ${value('overhead')} GB per GPU, ` +
+      `sequence${value('users') === '1' ? '' : 's'}, ` +
+      (value('gpu') && value('gpu') !== 'custom' ? `the ${value('gpu')} preset (` : '') +
+      `${value('gpu_memory')} ${unit} of memory per GPU` + (value('gpu') && value('gpu') !== 'custom' ? ')' : '') +
+      ` of which a fraction ${value('memory_fraction')} is usable, ` +
+      (value('overhead') ? `an overhead of ${value('overhead')} GiB per GPU, `
+        : `vLLM's estimate of the activation peak and the non-torch memory as the overhead, `) +
       `${value('dtype')} weights and a ${value('kv_dtype')} cache.`;
     const figure = document.createElement('div');
     figure.className = 'book-calculator-print';
