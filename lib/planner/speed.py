@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ..constants import GiB
+from ..speed import expected_distinct_experts
 from .gpus import MAMF_SOURCE, ROOFLINES, Roofline, gpu, roofline
 from .units import as_count, bytes_per_element
 
@@ -253,7 +254,7 @@ def describe(r: dict[str, Any], model: Any, raw: dict[str, Any] | None = None) -
 def _weights_read(m: SpeedModel, tokens: float) -> float:
     """Bytes of weights one forward pass over ``tokens`` tokens reads: the dense part and, per expert layer, the
     expected distinct experts the tokens choose (uniform, independent routing)."""
-    return m.dense_bytes + sum(e * (1 - (1 - k / e) ** tokens) * b for e, k, b in m.moe)
+    return m.dense_bytes + sum(expected_distinct_experts(e, k, tokens) * b for e, k, b in m.moe)
 
 
 def _comm(m: SpeedModel, tp: int, tokens: float, link: float, eff: Efficiency) -> float:
