@@ -7,10 +7,10 @@ from __future__ import annotations
 import json
 import math
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from test_cli import run  # the command line in a subprocess, as a user runs it
 
 from lib.planner import speed as sp
 from lib.planner.cli import read_model, report
@@ -122,11 +122,6 @@ def test_efficiencies_are_checked() -> None:
         sp.Efficiency(prefill=1.5)
     with pytest.raises(ValueError, match="allreduce"):
         sp.Efficiency(allreduce_seconds=-1)
-
-
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "lib.sizing", *args], capture_output=True, text=True, cwd=ROOT,
-                          timeout=120)
 
 
 def test_command_line_reports_time_and_throughput() -> None:
