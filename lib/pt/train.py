@@ -55,38 +55,39 @@ class TaskBatch:
 ReversalBatch = TaskBatch  # the name the training chapter uses
 
 
-def _digit_batch(batch_size: int, min_len: int, max_len: int, generator: torch.Generator,
-                 reverse: bool) -> TaskBatch:
+def _check_sizes(batch_size: int, min_len: int, max_len: int) -> None:
     if not (isinstance(batch_size, int) and batch_size > 0):
         raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     if not (isinstance(min_len, int) and isinstance(max_len, int) and 1 <= min_len <= max_len):
         raise ValueError(f"need 1 <= min_len <= max_len, got min_len={min_len!r}, max_len={max_len!r}")
-    lengths = torch.randint(min_len, max_len + 1, (batch_size,), generator=generator)
-    digits = torch.randint(0, N_DIGITS, (batch_size, max_len), generator=generator) + 3
-    pos = torch.arange(max_len)[None, :]
-    valid = pos < lengths[:, None]  # (B, max_len)
-    src = torch.where(valid, digits, PAD)
-    if reverse:  # output position t holds source position L - 1 - t
-        rev_idx = (lengths[:, None] - 1 - pos).clamp(min=0)
-        out = torch.where(valid, torch.gather(digits, 1, rev_idx), PAD)  # (B, max_len)
-    else:  # output position t holds source position t
-        out = src
-    pad_col = torch.full((batch_size, 1), PAD, dtype=torch.long)
-    tgt_out = torch.cat([out, pad_col], dim=1)
-    tgt_out[torch.arange(batch_size), lengths] = EOS
-    tgt_in = torch.cat([torch.full((batch_size, 1), BOS, dtype=torch.long), out], dim=1)
-    return TaskBatch(src=src, tgt_in=tgt_in, tgt_out=tgt_out, lengths=lengths)
 
 
-def reversal_batch(batch_size: int, min_len: int, max_len: int, generator: torch.Generator) -> TaskBatch:
-    """Draw ``batch_size`` digit sequences with lengths uniform in ``[min_len, max_len]``, and their reversals."""
-    return _digit_batch(batch_size, min_len, max_len, generator, reverse=True)
+def reversal_batch(batch_size: int, min_len: int, max_len: int,
+                   generator: torch.Generator) -> TaskBatch:
+    """Digit sequences, lengths uniform in [min_len, max_len], reversed."""
+    _check_sizes(batch_size, min_len, max_len)
+    B, g = batch_size, generator
+    lengths = torch.randint(min_len, max_len + 1, (B,), generator=g)
+    digits = torch.randint(0, N_DIGITS, (B, max_len), generator=g) + 3
+    pos = torch.arange(max_len)
+    real = pos < lengths[:, None]  # (B, max_len): a digit, not padding
+    src = torch.where(real, digits, PAD)
+    back = (lengths[:, None] - 1 - pos).clamp(min=0)  # output t <- m-1-t
+    out = torch.where(real, digits.gather(1, back), PAD)  # reversed
+    tgt_in = torch.cat([torch.full((B, 1), BOS), out], dim=1)
+    tgt_out = torch.cat([out, torch.full((B, 1), PAD)], dim=1)
+    tgt_out[torch.arange(B), lengths] = EOS  # right after the last digit
+    return TaskBatch(src, tgt_in, tgt_out, lengths)
 
 
 def copy_batch(batch_size: int, min_len: int, max_len: int, generator: torch.Generator) -> TaskBatch:
     """The same draws as :func:`reversal_batch` (same generator state, same sources), each target a copy of its
     source: output position ``t`` holds source position ``t``."""
-    return _digit_batch(batch_size, min_len, max_len, generator, reverse=False)
+    rev = reversal_batch(batch_size, min_len, max_len, generator)
+    tgt_out = torch.cat([rev.src, torch.full((batch_size, 1), PAD)], dim=1)
+    tgt_out[torch.arange(batch_size), rev.lengths] = EOS
+    tgt_in = torch.cat([torch.full((batch_size, 1), BOS), rev.src], dim=1)
+    return TaskBatch(rev.src, tgt_in, tgt_out, rev.lengths)
 
 
 #: The tasks :func:`train` accepts, by name.
