@@ -5,7 +5,11 @@ are the pages where its entries start; an outline (bookmarks) of parts > chapter
 starting a new page; every chapter title, numbered; no web-page UI text ("Hide code cell source", buttons);
 no raw TeX; the bibliography; no source line of a cell tagged hide-input (only its output is printed); no
 "-dirty" version on the cover; no page ending with an empty code frame, nor with a split code box's first line
-alone; figures as vector graphics; and a sample of the glued numbers of every chapter, the same in the PDF as in
+alone; figures as vector graphics; no web-only sentence (a slider, a folded cell, "this page") nor code that only
+drives the web page; nothing in the bottom margin, no line leading into an equation left on the page before it,
+no chapter-end page holding only a short output, no heading at a page foot with under two lines after it;
+numbered and captioned tables, cross-references as "Chapter N" and "Appendix A", no icon font; and a sample of
+the glued numbers of every chapter, the same in the PDF as in
 the stored outputs the HTML renders (and in the built HTML itself when there is one: ``$BOOK_HTML``, else
 ``_build/strict/_build/html``, else ``_build/html``).
 
@@ -698,16 +702,189 @@ def test_mathematics_in_the_contents_and_bookmarks(outline, pages) -> None:
     assert contents.count("√") >= roots, f"the contents show {contents.count('√')} square roots, the bookmarks {roots}"
 
 
-# Web-only phrasing that must not reach paper (_static/pdf/print_text.json rewrites it for print)
-WEB_ONLY = [r"\b[Dd]rag(?:ging)?\b", r"\b[Ii]n this page\b", r"\bin your browser\b", r"\bThe slider below\b",
-            r"\bThe form below\b", r"\b[Cc]lick\b"]
+# Web-only phrasing that must not reach paper (_static/pdf/print_text.json rewrites it for print), and the code
+# that only drives the web page (book.js: plumbing). A sentence that names "the web book" speaks of the other
+# edition (the preface's "Three ways to read it") and may say what it has.
+WEB_ONLY = [r"\b[Dd]rag(?:ging)?\b", r"\b[Tt]his page\b", r"\bin your browser\b", r"\bThe slider below\b",
+            r"\bThe form below\b", r"\b[Cc]lick\b", r"\bsliders?\b", r"\bweb page\b", r"\b[Tt]his site\b",
+            r"\bbrowser\b", r"\bfolded\b(?! into)", r"\bcell (?:above|below)\b", r"\bexplore\(",
+            r"\bset_uuid\b", r"\blib\.book\.widgets\b"]
+
+
+def web_only_phrases(text: str) -> dict[str, list[str]]:
+    """The web-only phrases in ``text`` (pattern -> the bits of sentence around each), leaving out sentences about
+    the web book."""
+    flat = " ".join(text.replace("\u00ad", "").split())
+    sentences = " ".join(s for s in re.split(r"(?<=[.!?])\s+", flat) if "web book" not in s)
+    found = {p: re.findall(rf"[^.]{{0,60}}{p}[^.]{{0,40}}", sentences) for p in WEB_ONLY}
+    return {p: hits for p, hits in found.items() if hits}
+
+
+def test_web_only_detector() -> None:
+    assert web_only_phrases("In the web book, figures carry a slider. The panels show it.") == {}
+    assert list(web_only_phrases("On the web page a slider sets t.")) == [r"\bsliders?\b", r"\bweb page\b"]
+    assert list(web_only_phrases("The code is folded; the cell below times it.")) == [r"\bfolded\b(?! into)",
+                                                                                     r"\bcell (?:above|below)\b"]
+    assert web_only_phrases("The up-projections can be folded into the query.") == {}
 
 
 def test_no_web_only_text(text: str) -> None:
-    flat = " ".join(text.replace("\u00ad", "").split())
-    found = {p: re.findall(rf"[^.]{{0,60}}{p}[^.]{{0,40}}", flat) for p in WEB_ONLY}
-    left = {p: hits for p, hits in found.items() if hits}
+    """No sentence that is true only on the web page (a slider, a folded cell, "this page", 20 at 480ff41) and no
+    code that only drives it (explore(...), set_uuid)."""
+    left = web_only_phrases(text)
     assert not left, f"web-only phrases in {PDF}: {left}"
+
+
+def _lines(ws: list[Word]) -> list[list[Word]]:
+    """Words grouped into lines (their vertical middles within 3 pt), top to bottom, each left to right."""
+    out: list[tuple[float, list[Word]]] = []
+    for w in sorted(ws, key=lambda w: (w.y0 + w.y1) / 2):
+        mid = (w.y0 + w.y1) / 2
+        if out and abs(mid - out[-1][0]) <= 3:
+            out[-1][1].append(w)
+        else:
+            out.append((mid, [w]))
+    return [sorted(line, key=lambda w: w.x0) for _, line in out]
+
+
+def _height(line: list[Word]) -> float:
+    import statistics
+
+    return statistics.median(w.y1 - w.y0 for w in line)
+
+
+@pytest.fixture(scope="module")
+def body_height(words) -> float:
+    import statistics
+
+    return statistics.median(w.y1 - w.y0 for page in words for w in _body(page))
+
+
+def margin_glyphs(page: tuple[float, float, list[Word]]) -> list[str]:
+    """Text in the bottom margin, below the text area (22 mm) and above an opening page's number: a piece of a
+    line (a formula's root sign) that a page break cut off."""
+    _, h, ws = page
+    bottom = h * (1 - 22 / 297)
+    return [w.text for w in ws if w.y1 > bottom + 3 and w.y0 < h * (1 - 14 / 297)]
+
+
+def test_margin_glyph_detector() -> None:
+    text = [Word(70, 760, 200, 772, "text"), Word(290, 805, 305, 814, "17")]  # a line, an opening page's number
+    assert margin_glyphs((595, 842, text)) == []
+    assert margin_glyphs((595, 842, [*text, Word(300, 781, 310, 793, "√")])) == ["√"]
+
+
+def test_no_glyph_in_the_bottom_margin(words) -> None:
+    stray = [(i + 1, g) for i, page in enumerate(words) for g in margin_glyphs(page)]
+    assert not stray, f"{len(stray)} pieces of text in the bottom margin (PDF page, text): {stray[:10]}"
+
+
+def lead_in_apart(page, following, width: float) -> str | None:
+    """The last line of ``page`` when it leads into a displayed equation (it ends with a colon, or is only one)
+    that opens the page ``following``: the equation's number ("(16.1)", at the right) is on one of its first 3
+    lines."""
+    lines, nxt = _lines(_body(page)), _lines(_body(following))
+    if not lines or not nxt:
+        return None
+    last = " ".join(w.text for w in lines[-1])
+    if re.fullmatch(r"\s*[:;,.]\s*", last):
+        return last
+    if last.endswith(":") and any(EQNO.fullmatch(w.text) and w.x0 > 0.6 * width for line in nxt[:3] for w in line):
+        return last
+    return None
+
+
+def test_lead_in_detector() -> None:
+    page = (595, 842, [Word(70, 700, 120, 712, "the"), Word(125, 700, 160, 712, "bias:")])
+    eq = (595, 842, [Word(200, 80, 260, 95, "h"), Word(500, 82, 530, 94, "(16.1)")])
+    prose = (595, 842, [Word(70, 80, 120, 92, "Then")])
+    assert lead_in_apart(page, eq, 595) == "the bias:"
+    assert lead_in_apart(page, prose, 595) is None
+    assert lead_in_apart((595, 842, [Word(70, 700, 75, 712, ":")]), prose, 595) == ":"
+
+
+def test_no_lead_in_line_apart_from_its_equation(words) -> None:
+    """A paragraph that leads into an equation ("... with row vectors:") ends on the equation's page (1 page at
+    c78739c ended with it, the equation on the next; R4 saw a line holding only ":")."""
+    apart = [(i + 1, t) for i in range(len(words) - 1)
+             if (t := lead_in_apart(words[i], words[i + 1], words[i][0]))]
+    assert not apart, f"{len(apart)} pages end with the line leading into an equation on the next (page, line): {apart}"
+
+
+def output_only_page(page, body_height: float) -> bool:
+    """A page whose text is a few lines (up to 6) all set smaller than the text: a short code output alone, or with
+    the last line or two of its code."""
+    lines = _lines(_body(page))
+    return bool(lines) and len(lines) <= 6 and all(_height(line) < 0.9 * body_height for line in lines)
+
+
+def test_output_only_page_detector() -> None:
+    out = (595, 842, [Word(70, 100, 300, 110, "forward"), Word(70, 112, 300, 122, "backward")])
+    assert output_only_page(out, 13.6)
+    assert not output_only_page((595, 842, [*out[2], Word(70, 140, 300, 154, "Text")]), 13.6)
+
+
+def test_no_chapter_end_page_with_only_an_output(outline, words, body_height: float) -> None:
+    """A chapter's last page is not a few lines of output split from their code (2 pages at c78739c)."""
+    opening = {page for depth, _, page in outline if depth <= 1}
+    alone = [i + 1 for i in range(len(words)) if (i + 1 in opening or i == len(words) - 1)
+             and output_only_page(words[i], body_height)]
+    assert not alone, f"{len(alone)} chapter-end pages hold only a code output (PDF pages {alone})"
+
+
+def headings_at_foot(page, body_height: float) -> list[str]:
+    """Section headings ("12.4. What ...", set larger than the text) with fewer than two lines under them on
+    their page."""
+    lines = _lines(_body(page))
+    found = []
+    for i, line in enumerate(lines):
+        if _height(line) >= 1.2 * body_height and re.fullmatch(r"\d+\.\d+(\.\d+)*\.?", line[0].text):
+            under = [m for m in lines[i + 1:] if _height(m) < 1.2 * body_height]
+            if len(under) < 2:
+                found.append(" ".join(w.text for w in line))
+    return found
+
+
+def test_heading_at_foot_detector() -> None:
+    head = [Word(70, 700, 100, 718, "12.4."), Word(105, 700, 200, 718, "Decode")]
+    one = [Word(70, 730, 300, 744, "One")]
+    two = [*one, Word(70, 748, 300, 762, "two")]
+    assert headings_at_foot((595, 842, head + one), 13.6) == ["12.4. Decode"]
+    assert headings_at_foot((595, 842, head + two), 13.6) == []
+
+
+def test_no_heading_at_a_page_foot(words, body_height: float) -> None:
+    """Every section heading has at least two lines of text under it on its page (1 page at c78739c)."""
+    found = [(i + 1, h) for i, page in enumerate(words) for h in headings_at_foot(page, body_height)]
+    assert not found, f"{len(found)} headings at a page foot with under two lines after them: {found}"
+
+
+def test_tables_are_numbered_and_captioned(text: str) -> None:
+    """Every table carries "Table N.k" and a caption, as in a book (none did at c78739c): the chapters' 15 and the
+    calculator's 2 (its "One training step" table is left out for presets it cannot answer)."""
+    flat = " ".join(text.replace("\u00ad", "").split())
+    numbers = set(re.findall(r"\bTable (\d+\.\d+) [A-Z]", flat))
+    assert len(numbers) >= 17, f"only {len(numbers)} numbered table captions: {sorted(numbers)}"
+    assert any(n.startswith("14.") for n in numbers), "the calculator's tables are not numbered"
+
+
+def test_cross_references_name_chapters(text: str, outline) -> None:
+    """A link to another chapter prints as "Chapter N", to a back-matter document as "Appendix A" (titles at
+    c78739c: 84 links named their target's title), and the appendices carry their letters."""
+    flat = " ".join(text.replace("\u00ad", "").split())
+    assert len(re.findall(r"\bChapter \d+\b", flat)) >= 40
+    assert re.search(r"\bAppendix [AB]\b", flat)
+    titles = [t for _, t, _ in outline]
+    assert any(t.startswith("Appendix A") for t in titles) and any(t.startswith("Appendix B") for t in titles), titles
+    assert not re.search(r"\bthe Chapter \d", flat), "a reference reads 'the Chapter N'"
+
+
+def test_no_icon_font() -> None:
+    """The call-outs carry no web icons: no icon font in the PDF (FontAwesome at c78739c)."""
+    import subprocess
+
+    fonts = subprocess.run(["pdffonts", str(PDF)], capture_output=True, text=True, check=True).stdout
+    assert "FontAwesome" not in fonts and "Font Awesome" not in fonts, fonts
 
 
 def test_calculator_prints_as_a_table(pages: list[str]) -> None:

@@ -7,12 +7,18 @@
    downloaded). Once MathJax has typeset every equation, ``_static/pdf/book.js`` (with the print styles of
    ``_static/pdf/print.css``) turns the web page into a book's body, typeset in TeX Gyre Pagella, justified and
    hyphenated (TeX's patterns, ``_static/pdf/vendor/hyphen``), with code in 8.1 pt DejaVu Sans Mono (91 columns fit).
-   Sentences true only on the web page ("drag the slider") are rewritten for print (``_static/pdf/print_text.json``),
-   the in-page calculator becomes a table of its answers for four presets, and links to the book's own files point
-   to ``html.baseurl`` (or ``$BOOK_URL``) or, with none, are plain text. The site's navigation, buttons and
+   Sentences true only on the web page ("drag the slider", "the folded cell") are rewritten for print
+   (``_static/pdf/print_text.json``), code that only drives the web page (a slider's ``explore(...)`` call and its
+   import, pandas' ``.style.set_uuid(...)``) is left out of the printed code, the in-page calculator becomes tables
+   of its answers for four presets, every table gets a number and a caption ("Table 11.2 ...",
+   ``_static/pdf/print_tables.json``), a cross-reference to a chapter prints as "Chapter N" (a section "Section
+   N.M", the back matter "Appendix A"), links print dark and not underlined, call-outs as a small-capitals label
+   between rules, and links to the book's own files point to ``html.baseurl`` (or ``$BOOK_URL``) or, with none,
+   are plain text. The site's navigation, buttons and
    "Show/Hide code cell" labels are removed, a cell tagged ``hide-input`` prints its output only, every other
    collapsed cell is opened, empty frames are dropped, a code or output box of up to 12 lines never splits
-   across pages and a longer one splits between its lines (so no page ends with an empty frame), code and
+   across pages and a longer one splits between its lines (so no page ends with an empty frame), a paragraph
+   stays with the equation it leads into, a heading with two lines under it, a short output with its code, code and
    output lines wrap with a hanging indent that keeps their indentation, figures print as the vector graphics
    (SVG) the chapters store, captions print dark, each part gets a title page, each chapter starts a new page,
    and a table of contents with page numbers comes first.
@@ -265,11 +271,24 @@ def print_pdf(site: Path, pdf: Path) -> None:
                 print(f"build_pdf: print_text.json: {web!r} not found where {where!r}", flush=True)
             shown = page.evaluate("(names) => bookPdf.calculator(names)", CALCULATOR_PRESETS)
             print(f"build_pdf: the calculator prints as a table of {len(shown)} presets: {shown}", flush=True)
+            captions = json.loads((PDF_STATIC / "print_tables.json").read_text())["tables"]
+            found = page.evaluate("(entries) => bookPdf.tables(entries)", captions)
+            for where in found["uncaptioned"]:
+                print(f"build_pdf: a table without a caption (add one to print_tables.json): {where}", flush=True)
+            for where in found["unmatched"]:
+                print(f"build_pdf: print_tables.json: no table for {where!r}", flush=True)
+            appendices = [d for p in parts() if not p["numbered"] for d in p["docs"] if d != "bibliography"]
+            refs = page.evaluate("(docs) => bookPdf.crossrefs(docs)", appendices)
+            print(f"build_pdf: {refs} cross-references print as 'Chapter N', 'Section N.M' or 'Appendix A'",
+                  flush=True)
             unlinked = page.evaluate("(base) => bookPdf.links(base)", base_url())
             print(f"build_pdf: {unlinked} links to the book's own files "
                   f"{'made absolute' if base_url() else 'printed as text (no html.baseurl or $BOOK_URL)'}",
                   flush=True)
             entries = page.evaluate("(parts) => bookPdf.prepare(parts)", parts())
+            print(f"build_pdf: {page.evaluate('() => bookPdf.plumbed || 0')} statements that only drive the web "
+                  "page (a slider's explore call and its import, pandas' set_uuid) left out of the printed code",
+                  flush=True)
             page.emulate_media(media="print")
             text_width = 210 - float(MARGIN["left"][:-2]) - float(MARGIN["right"][:-2])  # A4, in mm
             measured = page.evaluate("(width) => bookPdf.typeset(width)", text_width)

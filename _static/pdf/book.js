@@ -46,6 +46,12 @@ window.bookPdf = {
         });
       });
       if (lines.length > 1 && lines[lines.length - 1].length === 0) lines.pop();
+      if (pre.closest('.cell_input')) bookPdf.plumbing(lines);
+      if (lines.length === 0) {  // a cell whose code only drove a widget
+        const input = pre.closest('.cell_input');
+        if (input) input.remove();
+        return;
+      }
       pre.textContent = '';
       lines.forEach(line => {
         const text = line.map(s => s[0]).join('');
@@ -81,6 +87,35 @@ window.bookPdf = {
       const next = p.nextElementSibling;
       if (next && next.classList.contains('cell') && p.textContent.trim().endsWith(':') &&
           !next.querySelector('figure, img, svg')) p.classList.add('book-lead');
+    });
+    // A paragraph that leads into a displayed equation ("... the bias:") ends on the equation's page: its last
+    // lines go over with it rather than a line holding the colon alone (book-lead-eq: no break after it)
+    document.querySelectorAll('p').forEach(p => {
+      const next = p.nextElementSibling;
+      if (next && next.matches('div.math, div.math-wrapper, .math-wrapper') && /[:,]\s*$/.test(p.textContent))
+        p.classList.add('book-lead-eq');
+    });
+    // A heading keeps at least two lines of text under it on its page: a short paragraph after it stays whole
+    // and with what follows (a heading at a page foot with one line under it, 1 page at c78739c)
+    document.querySelectorAll('.bd-article h2, .bd-article h3, .bd-article h4').forEach(h => {
+      const next = h.nextElementSibling;
+      if (next && next.matches('p') && next.textContent.trim().length < 260) next.classList.add('book-keep-next');
+    });
+    // A short output (up to 4 lines, no figure) stays on the page of its code's last lines: alone, it took a
+    // chapter's last page (2 pages at c78739c)
+    document.querySelectorAll('.cell_output').forEach(out => {
+      const prev = out.previousElementSibling;
+      if (prev && prev.matches('.cell_input') && !out.querySelector('img, svg, table, figure') &&
+          out.querySelectorAll('pre .book-line').length <= 4) {
+        out.classList.add('book-with-input');
+        // the chapter's last cell moves whole (code of up to 30 lines): its code's last lines and the output
+        // alone made a chapter's last page (1 page)
+        let last = true;
+        for (let el = out.closest('.cell'); el && !el.matches('span[id^="document-"] + section'); el = el.parentElement)
+          if ([...el.parentElement.children].slice([...el.parentElement.children].indexOf(el) + 1)
+            .some(sib => sib.textContent.trim() || sib.querySelector('img, svg'))) { last = false; break; }
+        if (last && prev.querySelectorAll('pre .book-line').length <= 30) prev.classList.add('book-short');
+      }
     });
     // and so does a cell's input or output frame with at most 12 lines in all
     document.querySelectorAll('.cell_input, .cell_output').forEach(frame => {
@@ -170,6 +205,46 @@ window.bookPdf = {
     article.prepend(nav);
     return entries.map(e => ({level: e.level, title: e.title, id: e.id,
                                head: e.head === undefined ? bookPdf.escape(e.title) : e.head}));
+  },
+
+  // What a cell's code does only for the web page, left out of its printed lines (lines: [[text, class], ...]
+  // per line): the slider call explore(draw, "name", [...], ...) with its import (the drawing function it calls
+  // is printed; the panels are its output), and pandas' .style.set_uuid("...") (it only fixes the HTML ids;
+  // df.style.format(...) prints the same table). Counted in bookPdf.plumbed.
+  plumbing(lines) {
+    const text = (line) => line.map(s => s[0]).join('');
+    let removed = 0;
+    for (let i = 0; i < lines.length; i++) {
+      const t = text(lines[i]);
+      if (/^from lib\.book\.widgets import explore\s*$/.test(t)) { lines.splice(i, 1); i--; removed++; continue; }
+      if (/^explore\(/.test(t)) {
+        let depth = 0, j = i;
+        for (; j < lines.length; j++) {
+          for (const c of text(lines[j])) depth += c === '(' || c === '[' ? 1 : c === ')' || c === ']' ? -1 : 0;
+          if (depth <= 0) break;
+        }
+        lines.splice(i, j - i + 1);
+        i--;
+        removed++;
+        continue;
+      }
+      const k = lines[i].findIndex(s => s[0] === 'set_uuid');
+      if (k > 0 && lines[i][k - 1][0] === '.' && (lines[i][k + 1] || [])[0] === '(' &&
+          /^["'][^"']*["']$/.test((lines[i][k + 2] || [''])[0]) && (lines[i][k + 3] || [])[0].startsWith(')')) {
+        const close = lines[i][k + 3][0];
+        lines[i].splice(k - 1, 5, ...(close.length > 1 ? [[close.slice(1), lines[i][k + 3][1]]] : []));
+        removed++;
+      } else if (/\.set_uuid\(/.test(t)) {  // tokens split otherwise: the line as plain text
+        lines[i] = [[t.replace(/\.set_uuid\(["'][^"']*["']\)/, ''), '']];
+        removed++;
+      }
+    }
+    // blank lines left at the end (or doubled where a statement went)
+    while (lines.length && text(lines[lines.length - 1]).trim() === '') lines.pop();
+    for (let i = lines.length - 1; i > 0; i--)
+      if (text(lines[i]).trim() === '' && text(lines[i - 1]).trim() === '' &&
+          (i + 1 >= lines.length || text(lines[i + 1]).trim() === '')) lines.splice(i, 1);
+    bookPdf.plumbed = (bookPdf.plumbed || 0) + removed;
   },
 
   // A page break before each of these headings (a heading whose page flips between two prints).
@@ -273,18 +348,142 @@ window.bookPdf = {
     const missed = [];
     const blocks = [...document.querySelectorAll('p, li, figcaption, h1, h2, h3, h4, dd, td')];
     const flat = (text) => text.replace(/\s+/g, ' ');  // the source's line breaks inside a paragraph
+    const holds = (b, where) => flat(b.textContent).includes(where) &&
+        ![...b.querySelectorAll('p, li, figcaption')].some(inner => flat(inner.textContent).includes(where));
     rules.forEach(rule => {
-      const block = blocks.find(b => flat(b.textContent).includes(rule.where) &&
-          ![...b.querySelectorAll('p, li, figcaption')].some(inner => flat(inner.textContent).includes(rule.where)));
-      rule.replace.forEach(([web, print]) => {
-        const walker = block && document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
-        let node = walker && walker.nextNode();
-        while (node && !flat(node.textContent).includes(web)) node = walker.nextNode();
-        if (node) node.textContent = flat(node.textContent).replace(web, print);
-        else missed.push([rule.where, web]);
+      // one block, or with "all" every block that holds the text
+      const targets = rule.all ? blocks.filter(b => holds(b, rule.where))
+        : [blocks.find(b => holds(b, rule.where))].filter(Boolean);
+      rule.replace.forEach(([web, print, drop]) => {
+        let hits = 0;
+        targets.forEach(block => {
+          const walker = document.createTreeWalker(block, NodeFilter.SHOW_TEXT);
+          let node = walker.nextNode();
+          while (node && !flat(node.textContent).includes(web)) node = walker.nextNode();
+          if (!node) return;
+          node.textContent = flat(node.textContent).replace(web, print);
+          hits++;
+          if (drop === 'drop-math') {  // the formula right after this text goes too ("sets $t$;" -> "")
+            let next = node.nextSibling;
+            while (next && next.nodeType === Node.TEXT_NODE && !next.textContent.trim()) next = next.nextSibling;
+            if (next && next.nodeType === Node.ELEMENT_NODE && next.matches('span.math, mjx-container')) next.remove();
+          }
+        });
+        if (!hits) missed.push([rule.where, web]);
       });
     });
     return missed;
+  },
+
+  // Tables as a book numbers them: "Table N.k" (N its chapter, k its place there) with a caption above it,
+  // the caption from _static/pdf/print_tables.json (the chapters' output tables carry none) or the table's own.
+  // A pandas header with the index's name on a second row of its own (Jupyter's layout) becomes one row.
+  // Returns the tables left without a caption and the entries that found no table.
+  tables(entries) {
+    const used = new Set();
+    const uncaptioned = [];
+    const flat = (text) => text.replace(/\s+/g, ' ').trim();
+    document.querySelectorAll('table').forEach(t => {
+      const head = t.tHead;
+      if (head && head.rows.length === 2) {
+        const [top, names] = head.rows;
+        const cells = [...names.cells];
+        if (cells.length === top.cells.length && cells[0].textContent.trim() &&
+            !top.cells[0].textContent.trim() && cells.slice(1).every(c => !c.textContent.trim())) {
+          top.cells[0].textContent = cells[0].textContent;
+          names.remove();
+        }
+      }
+    });
+    document.querySelectorAll('span[id^="document-"] + section').forEach(chapter => {
+      const doc = chapter.previousElementSibling.id.slice('document-'.length);
+      const heading = chapter.querySelector('h1, h2');
+      const number = heading && heading.querySelector('.section-number');
+      const n = number ? number.textContent.trim().replace(/\.$/, '') : null;
+      let k = 0;
+      chapter.querySelectorAll('table').forEach(t => {
+        if (t.closest('nav.book-contents, .bibliography, dl.citation')) return;
+        const header = flat([...(t.tHead ? t.tHead.rows : [t.rows[0]])]
+          .map(r => [...r.cells].map(c => c.textContent).join(' ')).join(' '));
+        const i = entries.findIndex((e, j) => !used.has(j) && e.doc === doc && header.includes(e.header));
+        let caption = t.querySelector(':scope > caption');
+        if (i >= 0) {
+          used.add(i);
+          if (!caption) { caption = document.createElement('caption'); t.prepend(caption); }
+          caption.textContent = entries[i].caption;
+        }
+        if (!caption || !caption.textContent.trim()) { uncaptioned.push(`${doc}: ${header.slice(0, 60)}`); return; }
+        if (!n) return;
+        k += 1;
+        const label = document.createElement('span');
+        label.className = 'caption-number';
+        label.textContent = `Table ${n}.${k} `;
+        caption.prepend(label);
+        caption.classList.add('book-table-caption');
+        t.classList.add('book-numbered');
+      });
+    });
+    const unmatched = entries.filter((e, j) => !used.has(j)).map(e => `${e.doc}: ${e.header}`);
+    return {uncaptioned, unmatched};
+  },
+
+  // Cross-references as a printed book gives them: a link to a chapter reads "Chapter N", to a section
+  // "Section N.M", to a back-matter document "Appendix A" (which its heading then carries too), in place of the
+  // target's title; "the chapter X", "the X chapter" and "the X" around it become "Chapter N". Returns the
+  // number of links rewritten.
+  crossrefs(appendices) {
+    const letters = {};
+    appendices.forEach((doc, i) => {
+      const anchor = document.getElementById('document-' + doc);
+      const section = anchor && anchor.nextElementSibling;
+      const h = section && section.querySelector('h1, h2');
+      if (!h) return;
+      const letter = String.fromCharCode(65 + i);
+      letters[section.id] = letter;
+      const label = document.createElement('span');
+      label.className = 'section-number';
+      label.textContent = `Appendix ${letter}. `;
+      h.prepend(label);
+    });
+    let changed = 0;
+    document.querySelectorAll('a.reference.internal').forEach(a => {
+      const inner = a.children.length === 1 ? a.firstElementChild : null;
+      if (!inner || !inner.matches('span.std-ref, span.doc')) return;
+      const url = new URL(a.getAttribute('href'), location.href);
+      const target = url.hash && document.getElementById(decodeURIComponent(url.hash.slice(1)));
+      if (!target) return;
+      // the target is a section, a label just before its heading, or a label just before the section; a label
+      // on anything else (a paragraph, a figure) keeps its text
+      const next = target.nextElementSibling;
+      let section = null;
+      if (target.matches('section')) section = target;
+      else if (next && next.matches('h1, h2, h3, h4')) section = target.parentElement;
+      else if (next && next.matches('section') && !target.textContent.trim()) section = next;
+      const h = section && section.querySelector(':scope > h1, :scope > h2, :scope > h3, :scope > h4');
+      if (!h) return;
+      let label = null;
+      if (letters[section.id]) label = `Appendix ${letters[section.id]}`;
+      else {
+        const num = h.querySelector('.section-number');
+        const n = num ? num.textContent.trim().replace(/\.$/, '') : '';
+        if (/^\d+$/.test(n)) label = `Chapter ${n}`;
+        else if (/^\d+(\.\d+)+$/.test(n)) label = `Section ${n}`;
+      }
+      if (!label) return;
+      const text = inner.textContent;
+      inner.textContent = label;
+      const before = a.previousSibling && a.previousSibling.nodeType === Node.TEXT_NODE ? a.previousSibling : null;
+      const after = a.nextSibling && a.nextSibling.nodeType === Node.TEXT_NODE ? a.nextSibling : null;
+      if (before && /\b[Tt]he\s+chapter\s+$/.test(before.textContent)) {
+        before.textContent = before.textContent.replace(/\b[Tt]he\s+chapter\s+$/, '');
+      } else if (before && /\b[Tt]he\s+$/.test(before.textContent)) {
+        before.textContent = before.textContent.replace(/\b[Tt]he\s+$/, '');
+        if (after && /^\s+chapter\b/.test(after.textContent) && !/ chapter$/.test(text))
+          after.textContent = after.textContent.replace(/^\s+chapter\b/, '');
+      }
+      changed++;
+    });
+    return changed;
   },
 
   // Soft hyphens in the running text's long words (Chromium has no hyphenation dictionary on Linux; the
@@ -363,6 +562,24 @@ window.bookPdf = {
       });
     });
     const value = (n) => { const i = root.querySelector('[name=' + n + ']'); return i ? i.value : ''; };
+    // A cell as print sets it: proportional text, identifiers (max_num_seqs) in monospace and never broken,
+    // "x" between numbers as a times sign
+    const cell = (el, v) => {
+      v.replace(/ x /g, ' × ').split(/([A-Za-z]+(?:_[A-Za-z0-9]+)+)/).forEach((piece, i) => {
+        if (i % 2) { const c = document.createElement('code'); c.className = 'book-id'; c.textContent = piece; el.append(c); }
+        else if (piece) el.append(piece);
+      });
+    };
+    // the parenthesis that closes a value, where every preset's value ends with the same one: where the figure
+    // comes from, said once in a note under the table
+    const tail = (v) => {
+      if (!v.endsWith(')')) return null;
+      for (let i = v.length - 1, depth = 0; i >= 0; i--) {
+        if (v[i] === ')') depth++;
+        else if (v[i] === '(' && --depth === 0) return v.slice(i);
+      }
+      return null;
+    };
     const build = (rows, names, caption) => {
       const table = document.createElement('table');
       table.className = 'book-calculator table';
@@ -371,37 +588,55 @@ window.bookPdf = {
       const thead = document.createElement('thead');
       thead.append(head);
       const tbody = document.createElement('tbody');
+      const notes = [];
       rows[0].forEach(([label], r) => {
-        const values = rows.map(cols => cols[r][1]);
+        let values = rows.map(cols => cols[r][1]);
         if (values.every(v => v === '')) return;  // a row no preset fills (a problem none has)
+        const common = tail(values[0]);
         const tr = document.createElement('tr');
         const th = document.createElement('th');
         th.textContent = label;
+        if (common && common.length >= 30 && values.every(v => tail(v) === common)) {
+          values = values.map(v => v.slice(0, v.length - common.length).trimEnd());
+          const mark = document.createElement('sup');
+          mark.textContent = String.fromCharCode(97 + notes.length);
+          th.append(mark);
+          notes.push([mark.textContent, label, common.slice(1, -1)]);
+        }
         tr.append(th);
-        values.forEach(v => { const td = document.createElement('td'); td.textContent = v; tr.append(td); });
+        values.forEach(v => { const td = document.createElement('td'); cell(td, v); tr.append(td); });
         tbody.append(tr);
       });
       const cap = document.createElement('caption');
-      cap.textContent = caption;
+      cap.textContent = caption.replace(/ x /g, ' × ');
       table.append(cap, thead, tbody);
-      return table;
+      if (!notes.length) return [table];
+      const note = document.createElement('p');
+      note.className = 'book-table-note';
+      notes.forEach(([m, label, text], i) => {
+        const sup = document.createElement('sup');
+        sup.textContent = m;
+        note.append(...(i ? [' '] : []), sup, ` ${label[0].toUpperCase() + label.slice(1)}: `);
+        cell(note, text);
+        note.append('.');
+      });
+      return [table, note];
     };
     const unit = value('gpu_unit');
     const lead = document.createElement('p');
     lead.className = 'book-calculator-lead';
-    lead.textContent = `In print, its answers for ${shown.length} of its presets, every field at its default: a ` +
+    lead.textContent = `Every field is at its default: a ` +
       `context of ${Number(value('context')).toLocaleString('en-US')} tokens, ${value('users')} concurrent ` +
       `sequence${value('users') === '1' ? '' : 's'}, ` +
       (value('gpu') && value('gpu') !== 'custom' ? `the ${value('gpu')} preset (` : '') +
       `${value('gpu_memory')} ${unit} of memory per GPU` + (value('gpu') && value('gpu') !== 'custom' ? ')' : '') +
       ` of which a fraction ${value('memory_fraction')} is usable, ` +
       (value('overhead') ? `an overhead of ${value('overhead')} GiB per GPU, `
-        : `vLLM's estimate of the activation peak and the non-torch memory as the overhead, `) +
+        : `vLLM’s estimate of the activation peak and the non-torch memory as the overhead, `) +
       `${value('dtype')} weights and a ${value('kv_dtype')} cache.`;
     const figure = document.createElement('div');
     figure.className = 'book-calculator-print';
-    figure.append(lead, ...tables.map((t, k) => answers[k].length ? build(answers[k], columns[k], captions[k]) : '')
-      .filter(Boolean));
+    figure.append(lead, ...tables.flatMap((t, k) => answers[k].length ? build(answers[k], columns[k], captions[k]) : []));
     root.replaceWith(figure);
     return shown;
   },
@@ -429,7 +664,16 @@ window.bookPdf = {
   // Short tables (up to 15 rows) move whole; returns what the print measures: how many columns of code fit a
   // code box, and the body's font as the browser resolved it.
   typeset(textWidthMm) {
-    document.querySelectorAll('table').forEach(t => { if (t.rows.length <= 15) t.classList.add('book-short'); });
+    document.querySelectorAll('table').forEach(t => {
+      // (not the calculator's tables, whose rows are paragraphs: moved whole, the first left half a page empty)
+      if (t.rows.length <= 15 && !t.matches('.book-calculator')) t.classList.add('book-short');
+    });
+    // A slider's panels print one per row (lib.book.widgets' static grid, drawn a phone's width): a tall grid gets
+    // up to 150 mm of height rather than the 80 mm of other figures, so that its panels are not a quarter of the
+    // text's width
+    document.querySelectorAll('.cell_output img').forEach(img => {
+      if (img.naturalWidth && img.naturalHeight > 1.6 * img.naturalWidth) img.classList.add('book-tall');
+    });
     // A chapter's last boxes end with it: their bottom padding and margin, carried past a full page, printed an
     // empty page before the next chapter (3 at 505a96d)
     document.querySelectorAll('span[id^="document-"] + section').forEach(chapter => {
