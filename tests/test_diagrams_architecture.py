@@ -3,6 +3,7 @@ given Axes; the RoPE picture's arrows are the rotations lib.positional computes;
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import matplotlib
@@ -17,8 +18,7 @@ from lib.book import diagrams_architecture as D  # noqa: E402
 from lib.book import figures  # noqa: E402
 from lib.positional import apply_rope  # noqa: E402
 
-DIAGRAMS = ["multihead_split_concat", "rope_rotations", "layernorm_placement", "encoder_decoder_blocks",
-            "transformer_overview"]
+DIAGRAMS = ["multihead_split_concat", "rope_rotations", "layernorm_placement", "transformer_overview"]
 
 
 @pytest.mark.parametrize("name", DIAGRAMS)
@@ -45,6 +45,44 @@ def test_transformer_overview_draws_into_a_given_axes():
         assert not ax.axison
     finally:
         plt.close(fig)
+
+
+@contextlib.contextmanager
+def _drawn(name: str):
+    """Draw diagram ``name`` in the book's style; yield its Axes and the renderer, and close it after."""
+    figures.use()
+    fig = getattr(D, name)()
+    try:
+        fig.canvas.draw()
+        yield fig.axes[0], fig.canvas.get_renderer()
+    finally:
+        plt.close(fig)
+
+
+def test_transformer_overview_draws_the_mask_of_each_attention_beside_it():
+    """The whole-model picture carries the masks (the chapter has no second, per-layer picture): a causal
+    grid beside the decoder's self-attention, padding grids beside the encoder's self-attention and the
+    cross-attention, each grid level with its box and no label touching another."""
+    from matplotlib.patches import FancyBboxPatch, Rectangle
+
+    with _drawn("transformer_overview") as (ax, renderer):
+        texts = [t for t in ax.texts if t.get_text().strip()]
+        names = [t.get_text() for t in texts]
+        assert names.count("padding") == 2 and names.count("causal") == 1
+        cells = [p for p in ax.patches if isinstance(p, Rectangle) and not isinstance(p, FancyBboxPatch)]
+        assert len(cells) == 3 * 16  # three 4 x 4 grids
+        may = np.array([c.get_facecolor()[:3] for c in cells]) == np.array(
+            matplotlib.colors.to_rgb(figures.MAY_ATTEND_COLOR))
+        assert may.all(axis=1).sum() == 12 + 12 + 10  # two padding grids (3 of 4 keys) and the causal triangle
+        boxes = {t.get_text(): t.get_window_extent(renderer) for t in texts}
+        grids = [cells[16 * k].get_window_extent(renderer) for k in range(3)]
+        for grid, owner in zip(grids, ["multi-head\nself-attention", "masked multi-head\nself-attention",
+                                       "cross-attention\n(keys, values: $E$)"], strict=True):
+            assert boxes[owner].y0 - 20 < grid.y1 and grid.y0 < boxes[owner].y1 + 20  # level with its box
+            assert grid.x0 > boxes[owner].x1  # beside it, on the right
+        extents = [t.get_window_extent(renderer) for t in texts]
+        for a, b in itertools.combinations(extents, 2):
+            assert not a.overlaps(b), "two labels of the overview overlap"
 
 
 def test_rope_arrows_are_the_rotations_of_lib_positional():
@@ -96,3 +134,24 @@ def test_rope_position_numbers_are_legible_and_apart(layout):
                 assert nearest >= radius + 2, f"a position number {nearest - radius:.1f} px from the circle"
     finally:
         plt.close(fig)
+
+
+def test_no_line_or_arrow_runs_through_a_label_of_the_multihead_diagram():
+    """The fan from Q, K, V to the heads and the arrows into Concat pass beside every label, never through it
+    (the block-width note and the head formula once sat on the fan on white patches)."""
+    from matplotlib.patches import FancyArrowPatch
+    from matplotlib.path import Path
+
+    with _drawn("multihead_split_concat") as (ax, renderer):
+        drawn = [p.get_path().transformed(ax.transData) for p in ax.patches if isinstance(p, FancyArrowPatch)]
+        drawn += [ln.get_path().transformed(ln.get_transform()) for ln in ax.lines]
+        # each as its polylines (an arrow's head closes a polygon, whose closing vertex is a placeholder)
+        paths = [Path(poly) for d in drawn for poly in d.to_polygons(closed_only=False)]
+        assert len(drawn) >= 4 * 3 + 4  # the fan (h x Q, K, V) and the arrows into Concat at least
+        labels = [t for t in ax.texts if t.get_text().strip()]
+        assert {"$h$ blocks,\n$d_k$ wide\n($V$: $d_v$)"} <= {t.get_text() for t in labels}
+        assert any(t.get_text().startswith("head $i$:\nsoftmax") for t in labels)
+        for t in labels:
+            box = t.get_window_extent(renderer).padded(1)
+            crossed = [k for k, p in enumerate(paths) if p.intersects_bbox(box, filled=False)]
+            assert not crossed, f"{t.get_text()!r} is crossed by {len(crossed)} lines or arrows"

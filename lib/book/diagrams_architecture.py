@@ -8,9 +8,8 @@ Each function draws one picture of an idea and returns the figure (or draws into
   with :func:`lib.positional.apply_rope`;
 - :func:`layernorm_placement` -- a residual sub-layer with the LayerNorm after the sum (Post-LN) or on the
   sub-layer's input (Pre-LN);
-- :func:`encoder_decoder_blocks` -- one encoder layer and one decoder layer with their residual paths and
-  the mask each attention uses;
-- :func:`transformer_overview` -- the whole encoder-decoder Transformer (reused by the front page).
+- :func:`transformer_overview` -- the whole encoder-decoder Transformer: the two stacks with their residual
+  paths and the mask each attention uses.
 
 The colours follow one key: attention blue, feed-forward green, LayerNorm / add orange, embeddings pink,
 the output head grey. Text is 10 pt or more at the column width, so that it stays legible at phone width.
@@ -26,7 +25,6 @@ from . import figures
 
 __all__ = [
     "COLORS",
-    "encoder_decoder_blocks",
     "layernorm_placement",
     "multihead_split_concat",
     "rope_rotations",
@@ -140,13 +138,11 @@ def multihead_split_concat(ax: Any = None, h: int = 4):
     """Multi-head attention as data flow, top to bottom: ``X`` is projected to ``Q, K, V``; column block ``i``
     of each is head ``i``'s input; each head attends on its own; the ``h`` outputs are concatenated and
     multiplied by ``W_O``. Colours mark the heads. Drawn tall and narrow (the saved figure is its tight box,
-    about 4.7 inches wide), so that its text stays legible on a phone."""
+    about 4.9 inches wide), so that its text stays legible on a phone."""
     from matplotlib.patches import FancyBboxPatch
 
-    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 5.6, (0.0, 9.0), (-0.2, 11.0))
+    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 5.6, (0.0, 10.0), (-0.2, 11.0))
     heads = [_HEAD_COLORS[i % len(_HEAD_COLORS)] for i in range(h)]
-    on_white = {"fontsize": _FONT - 0.5, "ha": "center", "va": "center", "zorder": 4,
-                "bbox": {"facecolor": "white", "edgecolor": "none", "pad": 1.0}}
     x_mid = 4.5
     _matrix(ax, x_mid, 10.3, 1.0, 1.0, [None])
     ax.text(x_mid + 0.7, 10.3, "$X$ ($n \\times d_{\\mathrm{model}}$)", ha="left", va="center", fontsize=_FONT)
@@ -172,8 +168,11 @@ def multihead_split_concat(ax: Any = None, h: int = 4):
             _arrow(ax, (xb, y_qkv - 0.45), (x, y_head + 0.3), color=c, lw=0.8, style="-")
         x_stripe = x_mid - 1.0 + 2.0 * (i + 0.5) / h
         _arrow(ax, (x, y_head - 0.3), (x_stripe, 3.05), color=c, lw=1.2)
-    ax.text(x_mid, 6.95, "$h$ column blocks, $d_k$ wide ($V$: $d_v$)", **on_white)
-    ax.text(x_mid, 4.15, "each head: softmax$(QK^\\top\\!/\\sqrt{d_k})\\,V$", **on_white)
+    # the labels sit beside the fan and the arrows, never on them
+    ax.text(8.55, y_qkv, "$h$ blocks,\n$d_k$ wide\n($V$: $d_v$)", ha="left", va="center", fontsize=_FONT - 0.5,
+            linespacing=1.15)
+    ax.text(1.75, 2.45, "head $i$:\nsoftmax$(Q_iK_i^\\top\\!/\\sqrt{d_k})\\,V_i$", ha="center", va="center",
+            fontsize=_FONT - 0.5, linespacing=1.3)
     _matrix(ax, x_mid, 2.6, 2.0, 0.9, heads)
     ax.text(x_mid + 1.2, 2.6, "Concat\n$n \\times h d_v$", ha="left", va="center", fontsize=_FONT)
     _arrow(ax, (x_mid, 2.15), (x_mid, 0.95))
@@ -304,15 +303,16 @@ def _sublayer(ax: Any, x: float, y: float, text: str, kind: str, w: float, side:
     _box(ax, x, y_norm, w, 0.5, "add & LayerNorm", "norm")
     _residual(ax, x, y - box_h / 2 - 0.2, y_norm, side)
     if mask is not None:
-        xm = x + (w / 2 + 0.5) * np.sign(-side)
+        xm = x + (w / 2 + 0.48) * np.sign(-side)
         _mask_icon(ax, xm, y + 0.1, mask[0], size=0.5)
         ax.text(xm, y - 0.3, mask[1], ha="center", va="top", fontsize=_FONT)
     return y_norm + 0.25
 
 
-def _encoder_column(ax: Any, x: float, y0: float, w: float, masks: bool) -> tuple[float, float]:
-    """The encoder layer's two sub-layers starting at ``y0``; returns (top, y of the attention box)."""
-    pad = (np.array([[1, 1, 1, 0]] * 4, dtype=bool), "padding") if masks else None
+def _encoder_column(ax: Any, x: float, y0: float, w: float) -> tuple[float, float]:
+    """The encoder layer's two sub-layers starting at ``y0``, residual paths on the left and the padding mask
+    on the right; returns (top, y of the attention box)."""
+    pad = (np.array([[1, 1, 1, 0]] * 4, dtype=bool), "padding")
     y_att = y0 + 0.55
     _arrow(ax, (x, y0 - 0.3), (x, y_att - 0.35))
     top = _sublayer(ax, x, y_att, "multi-head\nself-attention", "attention", w, -w / 2 - 0.35, pad)
@@ -322,70 +322,51 @@ def _encoder_column(ax: Any, x: float, y0: float, w: float, masks: bool) -> tupl
     return top, y_att
 
 
-def _decoder_column(ax: Any, x: float, y0: float, w: float, masks: bool) -> tuple[float, float]:
-    """The decoder layer's three sub-layers; returns (top, y of the cross-attention box)."""
-    causal = (np.tril(np.ones((4, 4), dtype=bool)), "causal") if masks else None
-    cross = (np.array([[1, 1, 1, 0]] * 4, dtype=bool), "padding") if masks else None
+def _decoder_column(ax: Any, x: float, y0: float, w: float) -> tuple[float, float]:
+    """The decoder layer's three sub-layers, residual paths on the left and masks on the right; returns (top,
+    y of the cross-attention box)."""
+    causal = (np.tril(np.ones((4, 4), dtype=bool)), "causal")
+    cross = (np.array([[1, 1, 1, 0]] * 4, dtype=bool), "padding")
     y_self = y0 + 0.55
     _arrow(ax, (x, y0 - 0.3), (x, y_self - 0.35))
-    top = _sublayer(ax, x, y_self, "masked multi-head\nself-attention", "attention", w, w / 2 + 0.35, causal)
+    top = _sublayer(ax, x, y_self, "masked multi-head\nself-attention", "attention", w, -w / 2 - 0.35, causal)
     y_cross = top + 0.75
     _arrow(ax, (x, top), (x, y_cross - 0.35))
-    top = _sublayer(ax, x, y_cross, "cross-attention\n(keys, values: $E$)", "attention", w, w / 2 + 0.35,
+    top = _sublayer(ax, x, y_cross, "cross-attention\n(keys, values: $E$)", "attention", w, -w / 2 - 0.35,
                     cross)
     y_ffn = top + 0.75
     _arrow(ax, (x, top), (x, y_ffn - 0.35))
-    top = _sublayer(ax, x, y_ffn, "feed-forward", "ffn", w, w / 2 + 0.35)
+    top = _sublayer(ax, x, y_ffn, "feed-forward", "ffn", w, -w / 2 - 0.35)
     return top, y_cross
 
 
-def encoder_decoder_blocks(ax: Any = None):
-    """One encoder layer (left) and one decoder layer (right), Post-LN as in the original Transformer: each
-    sub-layer has a residual path around it into an add-and-LayerNorm; the small grids are the masks (dark
-    blue = may attend): source padding for the encoder's self-attention and the cross-attention, causal
-    (with target padding) for the decoder's self-attention. The encoder's output ``E`` feeds the keys and
-    values of every decoder layer's cross-attention."""
-    # x limits hug the drawing: the saved figure is its tight box, narrow enough to stay legible on a phone
-    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 4.8, (0.4, 9.2), (-0.8, 7.1))
-    xe, xd, w = 2.3, 7.3, 2.6
-    top_e, _ = _encoder_column(ax, xe, 0.0, w, masks=True)
-    top_d, y_cross = _decoder_column(ax, xd, 0.0, w, masks=True)
-    ax.text(xe, -0.55, "source $X$ (embedded)", ha="center", va="center", fontsize=_FONT)
-    ax.text(xd, -0.55, "target $Y$ (embedded)", ha="center", va="center", fontsize=_FONT)
-    ax.text(xe, top_e + 0.55, "$E$ = encoder output", ha="center", va="center", fontsize=_FONT)
-    _arrow(ax, (xe, top_e), (xe, top_e + 0.35))
-    _arrow(ax, (xe + 1.2, top_e + 0.55), (xd - w / 2, y_cross), connection="arc3,rad=-0.25",
-           color=COLORS["attention"])
-    _arrow(ax, (xd, top_d), (xd, top_d + 0.35))
-    ax.text(xd, top_d + 0.55, "decoder output", ha="center", va="center", fontsize=_FONT)
-    ax.text(xe, 6.85, "encoder layer", ha="center", va="center", fontsize=_FONT + 1, fontweight="bold")
-    ax.text(xd, 6.85, "decoder layer", ha="center", va="center", fontsize=_FONT + 1, fontweight="bold")
-    return fig
-
-
 def transformer_overview(ax: Any = None):
-    """The encoder-decoder Transformer as a whole: token embeddings plus positional encodings, a stack of
-    ``L`` encoder layers, a stack of ``L`` decoder layers whose cross-attention reads the encoder's output,
-    and the output head (a linear map to the vocabulary, tied to the embedding, and a softmax) that gives
-    the next token's probabilities."""
+    """The encoder-decoder Transformer as a whole, Post-LN as in the original: token embeddings plus positional
+    encodings, a stack of ``L`` encoder layers, a stack of ``L`` decoder layers whose cross-attention reads the
+    encoder's output ``E``, and the output head (a linear map to the vocabulary, tied to the embedding, and a
+    softmax) that gives the next token's probabilities. Each sub-layer has a residual path (left) into an
+    add-and-LayerNorm; the small grids (right) are the masks each attention uses (dark blue = may attend):
+    source padding for the encoder's self-attention and the cross-attention, causal (with target padding) for
+    the decoder's self-attention."""
     from matplotlib.patches import FancyBboxPatch
 
     # x limits hug the drawing: the saved figure is its tight box, narrow enough to stay legible on a phone
-    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 6.0, (-0.1, 9.9), (-1.4, 10.0))
-    xe, xd, w = 2.4, 7.4, 2.8
+    fig, ax = _canvas(ax, figures.TEXT_WIDTH, 6.0, (-0.1, 10.1), (-1.4, 10.0))
+    xe, xd, w = 2.05, 7.35, 2.9
+    left, right = w / 2 + 0.55, w / 2 + 1.2  # the stack's dashed frame: residual paths left, masks right
     for x, label in ((xe, "source tokens"), (xd, "target tokens\n(shifted right)")):
         ax.text(x, -1.0, label, ha="center", va="center", fontsize=_FONT)
         _arrow(ax, (x, -0.65), (x, -0.3))
         _box(ax, x, 0.0, w, 0.6, "embedding + position", "embed")
     y0 = 1.0
-    top_e, _ = _encoder_column(ax, xe, y0, w, masks=False)
-    top_d, y_cross = _decoder_column(ax, xd, y0, w, masks=False)
-    for x, top, side in ((xe, top_e, -1), (xd, top_d, 1)):
-        ax.add_patch(FancyBboxPatch((x - w / 2 - 0.55, y0 - 0.1), w + 1.1, top - y0 + 0.3,
+    top_e, _ = _encoder_column(ax, xe, y0, w)
+    top_d, y_cross = _decoder_column(ax, xd, y0, w)
+    for x, top, name in ((xe, top_e, "encoder"), (xd, top_d, "decoder")):
+        ax.add_patch(FancyBboxPatch((x - left, y0 - 0.1), left + right, top - y0 + 0.3,
                                     boxstyle="round,pad=0.0,rounding_size=0.2", facecolor="none",
                                     edgecolor="#999999", linewidth=1.2, linestyle="--", zorder=0))
-        ax.text(x + side * (w / 2 + 0.85), (y0 + top) / 2, "$\\times L$", ha="center", va="center",
-                fontsize=_FONT + 2)
+        ax.text(x - left, 0.68, name, ha="left", va="center", fontsize=_FONT + 1, fontweight="bold")
+        ax.text(x + right, 0.68, "$\\times L$", ha="right", va="center", fontsize=_FONT + 1)
     _arrow(ax, (xe, 0.3), (xe, y0 + 0.25))
     _arrow(ax, (xd, 0.3), (xd, y0 + 0.25))
     ax.text(xe, top_e + 0.75, "encoder output $E$", ha="center", va="center", fontsize=_FONT)
@@ -400,8 +381,4 @@ def transformer_overview(ax: Any = None):
     _box(ax, xd, y_soft, w, 0.6, "softmax", "head")
     ax.text(xd, y_soft + 0.7, "next-token probabilities", ha="center", va="center", fontsize=_FONT)
     _arrow(ax, (xd, y_soft + 0.3), (xd, y_soft + 0.5))
-    ax.text(xe - w / 2 - 0.55, 0.68, "encoder", ha="left", va="center", fontsize=_FONT + 1,
-            fontweight="bold")
-    ax.text(xd + w / 2 + 0.55, 0.68, "decoder", ha="right", va="center", fontsize=_FONT + 1,
-            fontweight="bold")
     return fig
