@@ -65,7 +65,7 @@ def _check_sizes(batch_size: int, min_len: int, max_len: int) -> None:
 def reversal_batch(batch_size: int, min_len: int, max_len: int,
                    generator: torch.Generator) -> TaskBatch:
     """Digit sequences, lengths uniform in [min_len, max_len], reversed."""
-    _check_sizes(batch_size, min_len, max_len)
+    _check_sizes(batch_size, min_len, max_len)  # checks the sizes
     B, g = batch_size, generator
     lengths = torch.randint(min_len, max_len + 1, (B,), generator=g)
     digits = torch.randint(0, N_DIGITS, (B, max_len), generator=g) + 3
