@@ -101,6 +101,14 @@ window.bookPdf = {
       const next = h.nextElementSibling;
       if (next && next.matches('p') && next.textContent.trim().length < 260) next.classList.add('book-keep-next');
     });
+    // Whether nothing with text or a figure follows a cell in its chapter
+    const lastInChapter = (cell) => {
+      for (let el = cell; el && !el.matches('span[id^="document-"] + section'); el = el.parentElement) {
+        const after = [...el.parentElement.children].slice([...el.parentElement.children].indexOf(el) + 1);
+        if (after.some(sib => sib.textContent.trim() || sib.querySelector('img, svg'))) return false;
+      }
+      return true;
+    };
     // A short output (up to 4 lines, no figure) stays on the page of its code's last lines: alone, it took a
     // chapter's last page (2 pages at c78739c)
     document.querySelectorAll('.cell_output').forEach(out => {
@@ -110,12 +118,17 @@ window.bookPdf = {
         out.classList.add('book-with-input');
         // the chapter's last cell moves whole (code of up to 30 lines): its code's last lines and the output
         // alone made a chapter's last page (1 page)
-        let last = true;
-        for (let el = out.closest('.cell'); el && !el.matches('span[id^="document-"] + section'); el = el.parentElement)
-          if ([...el.parentElement.children].slice([...el.parentElement.children].indexOf(el) + 1)
-            .some(sib => sib.textContent.trim() || sib.querySelector('img, svg'))) { last = false; break; }
-        if (last && prev.querySelectorAll('pre .book-line').length <= 30) prev.classList.add('book-short');
+        if (lastInChapter(out.closest('.cell')) && prev.querySelectorAll('pre .book-line').length <= 30)
+          prev.classList.add('book-short');
       }
+    });
+    // and the chapter's last cell takes the last lines of the paragraph before it along: alone, a whole short
+    // cell made a chapter's last page of three lines (1 page)
+    document.querySelectorAll('span[id^="document-"] + section').forEach(chapter => {
+      const cells = chapter.querySelectorAll('.cell');
+      const cell = cells[cells.length - 1];
+      const before = cell && lastInChapter(cell) && cell.previousElementSibling;
+      if (before && before.matches('p')) before.classList.add('book-lead-eq');
     });
     // and so does a cell's input or output frame with at most 12 lines in all
     document.querySelectorAll('.cell_input, .cell_output').forEach(frame => {
