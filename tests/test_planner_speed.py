@@ -231,6 +231,8 @@ def test_every_kind_of_model_gets_an_answer(name: str) -> None:
 #: Cases the model is known to be blind to, each with why: predictions there may run optimistic beyond the general
 #: bound (the roofline sees neither overheads nor kernels that miss it). Keyed by (fixture id, figure).
 BLIND = {
+    ("trtllm6294_h100_llama3.1-8b-fp8_128x128", "output tok/s"):
+        "a user's run that fell short of NVIDIA's published figure for the same setting (its outputs ended early)",
     ("sglang31044_mi300x_minimax-m2.7_tp8_c1024", "TPOT ms"): "1,024 streams: scheduler and client overheads",
     ("sglang31044_mi300x_minimax-m2.7_tp8_c1024", "output tok/s"): "1,024 streams: scheduler and client overheads",
     ("sglang31044_mi300x_minimax-m2.7_tp8_c4096", "TPOT ms"): "4,096 streams: scheduler and client overheads",

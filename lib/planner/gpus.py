@@ -176,14 +176,14 @@ T = 1e12
 #: ml-engineering/compute/accelerator) run on each card, bf16, the best shape's TFLOPS, as tabulated in the
 #: README of github.com/mag-/gpu_benchmark ("Stats").
 MAMF_SOURCE = ("largest bf16 matmul measured with mamf-finder (github.com/mag-/gpu_benchmark README, 'Stats': H100 SXM"
-               " 80GB 821.2, GH200 144G 853.8, H100 NVL 488.5, MI300X 788.2, A100 SXM 267.9, L40S 252.0, L4 91.4,"
-               " RTX 4090 178.8 TFLOPS)")
+               " 80GB 821.2, GH200 144G 853.8, H100 PCIe 499.5, H100 NVL 488.5, MI300X 788.2, A100 SXM 267.9,"
+               " L40S 252.0, L4 91.4, RTX 4090 178.8 TFLOPS)")
 _H100_SHEET = ("NVIDIA H100 Tensor Core GPU data sheet (resources.nvidia.com/en-us-tensor-core/"
                "nvidia-tensor-core-gpu-datasheet)")
 _SPARSE = "; the sheet's 'with sparsity' tensor figures halved for dense"
 
-#: Data-sheet figures for every preset of :data:`GPUS`, plus two cards that published measurements use
-#: (``GH200-144GB``, ``H100-NVL``): rooflines only, no memory preset.
+#: Data-sheet figures for every preset of :data:`GPUS`, plus three cards that published measurements use
+#: (``GH200-144GB``, ``H100-NVL``, ``H100-PCIe``): rooflines only, no memory preset.
 ROOFLINES: dict[str, Roofline] = {
     "H100-80GB": Roofline(3.35 * T, {"bf16": 989.5 * T, "fp8": 1979 * T}, 450e9,
                           f"{_H100_SHEET}, H100 SXM column: 3.35 TB/s, BF16 1,979 and FP8 3,958 TFLOPS with"
@@ -237,6 +237,11 @@ ROOFLINES: dict[str, Roofline] = {
                             "NVIDIA GH200 Grace Hopper Superchip data sheet (nvidia.com/en-us/data-center/grace-hopper-"
                             "superchip), 144 GB HBM3e: 4.9 TB/s, BF16 1,979 and FP8 3,958 TFLOPS with sparsity"
                             f"{_SPARSE}", 853.8 * T),
+    "H100-PCIe": Roofline(2.0 * T, {"bf16": 756.5 * T, "fp8": 1513 * T}, 300e9,
+                          f"{_H100_SHEET}, H100 PCIe column: 80 GB (HBM2e), 2 TB/s, BF16 1,513 and FP8 3,026 TFLOPS"
+                          f" with sparsity, NVLink bridge 600 GB/s{_SPARSE}; no memory preset: no public printout of"
+                          " torch's total for the card was found (nvidia-smi: 81,559 MiB, a TensorRT-LLM report)",
+                          499.5 * T),
     "H100-NVL": Roofline(3.9 * T, {"bf16": 835.5 * T, "fp8": 1670.5 * T}, 300e9,
                          f"{_H100_SHEET}, H100 NVL column: 3.9 TB/s, BF16 1,671 and FP8 3,341 TFLOPS with sparsity,"
                          f" NVLink bridge 600 GB/s{_SPARSE}", 488.5 * T),
@@ -244,7 +249,8 @@ ROOFLINES: dict[str, Roofline] = {
 
 
 def roofline(name: str) -> Roofline:
-    """The data-sheet roofline of a preset (any spelling :func:`gpu` accepts) or of ``GH200-144GB`` / ``H100-NVL``."""
+    """The data-sheet roofline of a preset (any spelling :func:`gpu` accepts) or of ``GH200-144GB``, ``H100-NVL`` or
+    ``H100-PCIe``."""
     if isinstance(name, str) and name in ROOFLINES:
         return ROOFLINES[name]
     return ROOFLINES[gpu(name).name]

@@ -594,7 +594,7 @@ def web_data(presets: dict[str, Any]) -> dict[str, Any]:
 #: Fixture GPU names -> roofline names.
 _CARDS = {"H100-SXM-80GB": "H100-80GB", "H100": "H100-80GB", "GH200-144GB": "GH200-144GB", "B200-SXM-180GB": "B200",
           "MI300X": "MI300X", "MI300X (192 GB)": "MI300X", "A100": "A100-80GB", "A100 80GB": "A100-80GB",
-          "H100 NVL (95 GB)": "H100-NVL"}
+          "H100 NVL (95 GB)": "H100-NVL", "H100 PCIe": "H100-PCIe"}
 
 #: Configs for fixtures that name none: (path under tests/fixtures, why it stands in).
 _STAND_IN = {
@@ -690,8 +690,8 @@ def _read_fixture_model(rec: dict[str, Any], weights: str, kv: str, gpu_name: st
 
 
 _GPU_PRESETS = {"H100-80GB", "B200", "MI300X", "A100-80GB"}
-#: Memory of the two cards with a roofline but no preset (marketed capacity; only the batch that fits depends on it).
-_NO_PRESET_MEMORY = {"GH200-144GB": 144 * 10**9, "H100-NVL": 94 * 10**9}
+#: Memory of the cards with a roofline but no preset (marketed capacity; only the batch that fits depends on it).
+_NO_PRESET_MEMORY = {"GH200-144GB": 144 * 10**9, "H100-NVL": 94 * 10**9, "H100-PCIe": 80 * 10**9}
 
 
 def _best_layout(r, model, m, card, rec, n_in, n_out, eff, max_seqs) -> tuple[int, int, int]:
@@ -718,10 +718,11 @@ def accuracy_rows(eff: Efficiency = DEFAULT_EFFICIENCY, fixtures: Path | None = 
     """Predicted against measured for every published measurement in ``tests/fixtures/speed`` (one row per figure
     the model predicts), each row a dict:
 
-    ``id`` (the fixture), ``model``, ``gpu`` (as the source names it, with the count), ``setting`` (scenario,
-    concurrency or rate, lengths, precision, tensor-parallel layout), ``figure`` (``"output tok/s"``, ``"TPOT ms"``
-    or ``"TTFT ms"``), ``predicted``, ``measured``, ``error`` (predicted / measured - 1) and ``assumed`` (what the
-    prediction assumed beyond the fixture: stand-in configs, precision, lengths).
+    ``id`` (the fixture), ``model``, ``gpu`` (as the source names it, with the count, or "(count not published)"),
+    ``setting`` (scenario, concurrency or rate, lengths, precision, tensor-parallel layout), ``figure``
+    (``"output tok/s"``, ``"TPOT ms"`` or ``"TTFT ms"``), ``predicted``, ``measured``, ``error`` (predicted /
+    measured - 1) and ``assumed`` (what the prediction assumed beyond the fixture: stand-in configs, precision,
+    lengths).
 
     Which figures: an MLPerf Offline run and an offline benchmark give output tokens/s (the largest batch the
     memory holds, capped at the engine's max_num_seqs); an MLPerf Server run gives the mean TPOT at its arrival
@@ -742,7 +743,8 @@ def _rows_for(rec: dict[str, Any], eff: Efficiency) -> list[dict[str, Any]]:
     weights, kv, why_precision = _precision(rec)
     n_in, n_out, why_lengths = _lengths(rec)
     card_key = _CARDS.get(rec["gpu"])
-    base = {"id": rec["id"], "model": rec["model"], "gpu": f"{rec['gpu_count'] or '?'} x {rec['gpu']}"}
+    gpus = f"{rec['gpu_count']} x {rec['gpu']}" if rec["gpu_count"] else f"{rec['gpu']} (count not published)"
+    base = {"id": rec["id"], "model": rec["model"], "gpu": gpus}
     if card_key is None:
         return [{**base, "setting": wl["scenario"], "figure": None, "predicted": None, "measured": None,
                  "error": None, "assumed": f"no roofline for {rec['gpu']!r}"}]

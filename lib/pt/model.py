@@ -33,8 +33,8 @@ with one embedding table ``E`` shared by source and target (one vocabulary). Whe
   reversed (unpadded) source to its reversed output, and a cross-attention without positions reads that
   output as a set. The bias ``-m_h |j - i|`` lays target position ``i`` beside source position ``i``, from the
   first tokens on: a prior of a monotone, diagonal alignment, which is what copying needs and what reversing
-  does not. It is a modelling choice (T5, for example, adds relative biases to self-attention only), and the
-  chapter *Before and beyond attention* (``chapters/beyond.ipynb``) measures what it does.
+  does not. It is a modelling choice (T5, for example, adds relative biases to self-attention only); no
+  chapter trains this variant.
 
 Masks are explicit arguments, so the training chapter can leave one out on purpose:
 :func:`source_mask` (key padding, ``(B, 1, 1, n_src)``) and :func:`target_mask` (causal AND key padding,
