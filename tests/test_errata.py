@@ -129,6 +129,16 @@ SHARED = [
     ("projections_count_ratio", "flops", "fl_grow_sub", str),
     ("projections_count_lo", "flops", "fl_dbl_lo", lambda v: f"{int(v):,}"),
     ("projections_count_hi", "flops", "fl_dbl_hi", lambda v: f"{int(v):,}"),
+    ("even_split_stage", "kv_cache", "stage_layers", str),
+    ("even_split_stage_gib", "kv_cache", "stage_gib", str),
+    ("even_split_kept_gib", "kv_cache", "uM_gib", str),
+    ("decode_by_flops_ms", "speed", "sp_tpot1_ms", str),
+    ("moe_active_memory_active", "capacity_planner", "active_b", str),
+    ("moe_active_memory_total", "capacity_planner", "total_b", str),
+    ("moe_active_memory_gib", "capacity_planner", "w_gib", str),
+    ("moe_active_memory_gpu", "capacity_planner", "m_gib", str),
+    ("equal_gpus_equal_speed_pairs", "capacity_planner", "tps22", str),
+    ("equal_gpus_equal_speed_four", "capacity_planner", "tps41", str),
 ]
 
 
@@ -144,6 +154,17 @@ def test_memory_limits_use_the_cuda_total() -> None:
     from errata import cost
 
     assert cost.H100 == GPUS["H100-80GB"].plan_bytes == 81_089 * 2**20 < GPUS["H100-80GB"].memory_bytes
+
+
+def test_longest_sequence_is_the_last_length_that_fits() -> None:
+    """The bisection returns n with peak(n) <= free < peak(n + 1), and refuses a range that cannot hold it."""
+    from errata.cost import longest_sequence
+
+    peak = lambda n: 3 * n * n + 10  # noqa: E731
+    n = longest_sequence(peak, 10**6)
+    assert peak(n) <= 10**6 < peak(n + 1) and n == 577
+    with pytest.raises(AssertionError):
+        longest_sequence(peak, 5)
 
 
 def test_longest_stored_n_counts_the_weights() -> None:

@@ -7,8 +7,8 @@ and returns them as printed strings (``lib.book.fmt``: only digits that hold on 
 raises in :func:`compute_all`, so the appendix, and nbval with it, fails.
 
 The modules are named after what they hold: ``attention`` (softmax, scaling, the backward pass, heads),
-``architecture`` (positions, LayerNorm and the FFN, blocks), ``cost`` (FLOPs, the KV cache, memory limits on
-sequence length) and ``recurrence`` (what attention replaced).
+``architecture`` (positions, LayerNorm and the FFN, blocks), ``cost`` (FLOPs, the KV cache, decode speed, planning a
+deployment, memory limits on sequence length) and ``recurrence`` (what attention replaced).
 
 For maintainers: the slips were collected from tutorial texts on the Transformer; the page names none of them.
 Where a chapter measures the same quantity, the pitfall computes it as the chapter does (same function, seed
@@ -33,8 +33,8 @@ TOL = 1e-12  # float64 agreement between two ways of computing one quantity
 CHAPTERS = {  # the label that starts each chapter, e.g. (softmax)= in chapters/softmax.ipynb: its file stem
     "softmax": "softmax", "scaling": "scaling", "attention-backward": "attention_backward",
     "multihead": "multihead", "positional": "positional", "layernorm-ffn": "layernorm_ffn", "blocks": "blocks",
-    "flops": "flops", "kv-cache": "kv_cache", "train-memory": "train_memory", "tiled-attention": "tiled_attention",
-    "beyond": "beyond",
+    "flops": "flops", "kv-cache": "kv_cache", "speed": "speed", "train-memory": "train_memory",
+    "capacity-planner": "capacity_planner", "tiled-attention": "tiled_attention", "beyond": "beyond",
 }
 MODULES = ("attention", "architecture", "cost", "recurrence")
 ROUNDOFF = re.compile(r"\d\.\d{7,}")  # seven or more decimals: digits that round-off could change

@@ -27,31 +27,51 @@ SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 @pitfall("softmax")
 def huge_logits() -> dict[str, str]:
-    """Logits near 1000 taken as typical: under Var(q.k) = d_k they lie 62 to 125 standard deviations out."""
+    """Logits near 1000 taken as typical: under Var(q.k) = d_k they lie 62.5 to 125 standard deviations out."""
     sds = {d_k: 1000 / np.sqrt(d_k) for d_k in (64, 256)}
-    assert min(sds.values()) > 60
-    return {"logit": count(1000), "sd64": fixed(sds[64], 1), "sd256": fixed(sds[256], 1)}
+    assert sds == {64: 125, 256: 62.5}  # exact: sqrt(64) = 8, sqrt(256) = 16
+    return {"logit": count(1000), "sd64": count(int(sds[64])), "sd256": fixed(sds[256], 1)}
+
+
+def masked_rows(fill: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """Scores of two rows of four keys (PyTorch), masked with ``fill``: the first row keeps two keys, the second
+    none; returns the float16 scores and their float32 softmax."""
+    scores = torch.randn(2, 4, dtype=torch.float16, generator=torch.Generator().manual_seed(0))
+    mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]])
+    return scores, torch.softmax(scores.float().masked_fill(mask == 0, fill), dim=-1)
 
 
 @pitfall("softmax")
-def mask_minus_1e9() -> dict[str, str]:
-    """Filling masked scores with -1e9 (PyTorch, four keys): float16 refuses the fill, and a fully masked row
-    gets weight; -inf alone gives that row NaN, so it is set to zero."""
-    scores = torch.randn(2, 4, dtype=torch.float16, generator=torch.Generator().manual_seed(0))
-    mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]])  # second row: every key masked
+def mask_fp16_overflow() -> dict[str, str]:
+    """Filling masked float16 scores with -1e9: PyTorch refuses, since float16 stops at 65,504; -inf is accepted
+    and, for a row that keeps some keys, gives the weights -1e9 gives in float32."""
     fill = -(10**9)
+    scores, w_big = masked_rows(fill)
+    mask = torch.tensor([[1, 1, 0, 0], [0, 0, 0, 0]])
     try:
         scores.masked_fill(mask == 0, fill)
         raised = False
     except RuntimeError as err:
         raised = "overflow" in str(err)
-    w_big = torch.softmax(scores.float().masked_fill(mask == 0, fill), dim=-1)
-    w_inf = torch.softmax(scores.float().masked_fill(mask == 0, float("-inf")), dim=-1)
-    w_book = masked_softmax(scores.double().numpy(), mask.numpy().astype(bool))
-    assert raised and torch.equal(w_big[0], w_inf[0]) and torch.isnan(w_inf[1]).all() and np.all(w_book[1] == 0)
-    assert torch.allclose(w_big[1], torch.full((4,), 0.25))
-    return {"fp16_max": count(int(torch.finfo(torch.float16).max)), "weight": fixed(float(w_big[1, 0]), 2),
-            "keys": count(mask.shape[1]), "fill": "−10" + str(len(str(-fill)) - 1).translate(SUPERSCRIPT)}
+    fp16_max = torch.finfo(torch.float16).max
+    assert raised and -fill > fp16_max
+    assert torch.isinf(scores.masked_fill(mask == 0, float("-inf"))[0, 2])  # -inf fits float16
+    assert torch.equal(w_big[0], masked_rows(float("-inf"))[1][0])
+    return {"fill": "−10" + str(len(str(-fill)) - 1).translate(SUPERSCRIPT), "fp16_max": count(int(fp16_max))}
+
+
+@pitfall("softmax")
+def fully_masked_row() -> dict[str, str]:
+    """A row whose keys are all masked: a large negative fill spreads its weight evenly (0.25 each of four keys),
+    -inf makes it NaN in PyTorch; the book's masked softmax sets the row to zero."""
+    _, w_big = masked_rows(-(10**9))
+    _, w_inf = masked_rows(float("-inf"))
+    scores = torch.randn(2, 4, dtype=torch.float16, generator=torch.Generator().manual_seed(0))
+    mask = np.array([[1, 1, 0, 0], [0, 0, 0, 0]], dtype=bool)
+    w_book = masked_softmax(scores.double().numpy(), mask)
+    assert torch.allclose(w_big[1], torch.full((4,), 0.25)) and torch.isnan(w_inf[1]).all()
+    assert np.all(w_book[1] == 0) and abs(w_book[0].sum() - 1) < TOL
+    return {"keys": count(mask.shape[1]), "weight": fixed(float(w_big[1, 0]), 2)}
 
 
 # Scaling by sqrt(d_k)
@@ -90,13 +110,13 @@ def unit_variance_at_init() -> dict[str, str]:
 
     Xavier gives Var(w) = 2 / (fan_in + fan_out): 1/d on a separate square W_Q (component variance 1), but
     1/(2d) on nn.MultiheadAttention's fused (3d x d) weight (component variance 1/2, logit variance 1/4).
-    torch.nn.Linear's default gives the scaling chapter's 1/9; GPT-2 (768 * 0.02^2)^2 = 0.094."""
+    torch.nn.Linear's default gives the scaling chapter's 1/9 (0.11); GPT-2 (768 * 0.02^2)^2 = 0.094."""
     var = init_logit_variances()
     linear = Fraction(1, 3) ** 2  # nn.Linear: U(-1/sqrt(d), 1/sqrt(d)), component variance d / (3 d)
     assert abs(var["square"] - 1) < 0.03 and abs(var["fused"] - 0.25) < 0.01 and abs(var["linear"] - linear) < 0.01
     assert abs(var["gpt2"] - (768 * 0.02**2) ** 2) < 0.01
     return {"square": fixed(var["square"], 1), "fused": fixed(var["fused"], 2), "gpt2": fixed(var["gpt2"], 2),
-            "linear": f"{linear.numerator}/{linear.denominator}", "d_model": count(768)}
+            "linear": fixed(float(linear), 2), "d_model": count(768)}
 
 
 @pitfall("scaling")
@@ -119,7 +139,8 @@ def scale_not_unique() -> dict[str, str]:
 
 @pitfall("scaling")
 def divide_by_d_k() -> dict[str, str]:
-    """Dividing by d_k flattens the rows at init, but sqrt(d_k) W_Q under 1/d_k is the standard head exactly."""
+    """Dividing the scores by d_k instead of sqrt(d_k) flattens the rows at init (the largest weight about
+    1.22/n); only a W_Q grown by sqrt(d_k) undoes it, and then the head is the standard one exactly."""
     g = np.random.default_rng(12)
     d_k, n_keys = 256, 1024
     q, k = g.standard_normal((500, d_k)), g.standard_normal((n_keys, d_k))
@@ -166,11 +187,13 @@ def saturation() -> dict[str, dict[int, tuple[float, float, float, float]]]:
 def size_eight() -> dict[str, str]:
     """How one-hot unscaled rows are at d_k = 64 (standard deviation 8) depends on the number of keys too."""
     short = 16
-    peaks = [softmax(8 * np.random.default_rng(seed).standard_normal((2000, short))).max(axis=1).mean()
+    peaks = [softmax(8 * np.random.default_rng(seed).standard_normal((2000, short))).max(axis=1)
              for seed in range(6)]
+    peak = float(np.concatenate(peaks).mean())  # 12,000 rows
     long = saturation()["raw"][64][0]
-    assert min(peaks) > 0.8 > long
-    return {"sd": count(int(np.sqrt(64))), "short": count(short), "peak_short": fixed(0.8, 1),
+    assert min(p.mean() for p in peaks) > 0.8 > long
+    assert fixed(peak - 1e-4, 3) == fixed(peak + 1e-4, 3)  # three digits that round-off cannot change
+    return {"sd": count(int(np.sqrt(64))), "short": count(short), "peak_short": fixed(peak, 3),
             "peak_long": fixed(long, 3), "keys": count(SAT_KEYS)}
 
 
