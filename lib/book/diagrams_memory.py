@@ -73,7 +73,7 @@ def draw_layer_backward(layer: dict[str, int], peak: dict[str, int] | None = Non
         ax.text(x, bottom + 0.03, f"{bottom:.2f} GB", ha="center", va="bottom", fontsize=9)
     ax.set_xticks([0, 1], ["kept after\nthe forward", "at the\nsoftmax's\nbackward"], fontsize=9)
     ax.set_xlim(-1.45, 2.45)
-    ax.set_ylabel("GB (one layer)", fontsize=9)
-    ax.tick_params(axis="y", labelsize=9)
-    ax.spines[["top", "right"]].set_visible(False)
+    # every segment carries its size, so no y axis: the left column's labels would run into it
+    ax.set_yticks([])
+    ax.spines[["top", "right", "left"]].set_visible(False)
     return fig
