@@ -115,7 +115,7 @@ def unit_variance_at_init() -> dict[str, str]:
     linear = Fraction(1, 3) ** 2  # nn.Linear: U(-1/sqrt(d), 1/sqrt(d)), component variance d / (3 d)
     assert abs(var["square"] - 1) < 0.03 and abs(var["fused"] - 0.25) < 0.01 and abs(var["linear"] - linear) < 0.01
     assert abs(var["gpt2"] - (768 * 0.02**2) ** 2) < 0.01
-    return {"square": fixed(var["square"], 1), "fused": fixed(var["fused"], 2), "gpt2": fixed(var["gpt2"], 2),
+    return {"square": fixed(var["square"], 2), "fused": fixed(var["fused"], 2), "gpt2": fixed(var["gpt2"], 2),
             "linear": fixed(float(linear), 2), "d_model": count(768)}
 
 

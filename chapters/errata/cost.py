@@ -157,7 +157,8 @@ def training_length() -> dict[str, str]:
     # the limit the kept activations alone would give is longer: the peak comes in the backward pass
     kept = longest_sequence(lambda n: T.llama_activation_bytes(shape, 1, n, 2, "eager")["total"], free)
     assert 0.7 < share < 0.8 and eager < kept and 3.5 * eager < tiled
-    return {"naive": count(BYTES_PER_DTYPE["bf16"]), "bytes": count(int(per_score)), "eager": count(eager), "share": percent(share, 0),
+    return {"naive": count(BYTES_PER_DTYPE["bf16"]), "bytes": count(int(per_score)), "eager": count(eager),
+            "share": percent(share, 0),
             "tiled": count(tiled)}
 
 
@@ -184,7 +185,8 @@ def inference_length() -> dict[str, str]:
     heads = load_config(LLAMA).n_heads  # one layer's heads, 32
     fits = {h: longest_stored_n(h, BYTES_PER_DTYPE["fp16"], H100, llama_weight_bytes()) for h in (heads, 1)}
     assert fits[heads] == 33_436 and fits[1] == 189_144
-    return {"heads": count(heads), "heads32": count(fits[heads]), "head1": count(fits[1])}
+    return {"bytes": count(BYTES_PER_DTYPE["fp16"]), "heads": count(heads), "heads32": count(fits[heads]),
+            "head1": count(fits[1])}
 
 
 # How fast
@@ -202,7 +204,7 @@ def decode_by_flops() -> dict[str, str]:
     by_flops, by_bytes = step.flops / pi, step.bytes / beta
     assert step.time(pi, beta) == by_bytes > 100 * by_flops  # memory-bound, by two orders of magnitude
     assert step.intensity < speed.ridge_point(pi, beta) / 100
-    return {"batch": count(1), "context": count(2048), "gflop": fixed(step.flops / 1e9, 1),
+    return {"context": count(2048), "gflop": fixed(step.flops / 1e9, 1),
             "flops_us": fixed(1e6 * by_flops, 0), "gb": fixed(step.bytes / GB, 1), "ms": fixed(1e3 * by_bytes, 1),
             "ratio": count(round(by_bytes / by_flops, -1))}
 
