@@ -75,5 +75,6 @@ def draw_layer_backward(layer: dict[str, int], peak: dict[str, int] | None = Non
     ax.set_xlim(-1.45, 2.45)
     # every segment carries its size, so no y axis: the left column's labels would run into it
     ax.set_yticks([])
+    ax.grid(False)
     ax.spines[["top", "right", "left"]].set_visible(False)
     return fig
