@@ -643,6 +643,8 @@ def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_
         f"gap:.3em 1.2em;margin-bottom:.8em}}#{element_id} label{{display:flex;justify-content:space-between;"
         f"align-items:center;gap:.5em;min-width:0;overflow-wrap:anywhere}}#{element_id} input{{width:8em;"
         f"max-width:45%;flex:none;box-sizing:border-box}}#{element_id} td{{font-family:monospace}}"
+        # the result tables' labels break between words only (the book's tables may break anywhere on a phone)
+        f"#{element_id} th{{overflow-wrap:normal;word-break:normal}}"
         f"</style>\n"
     )
     return style + (
