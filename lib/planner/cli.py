@@ -645,6 +645,8 @@ def planner_html(presets: dict[str, ModelConfig | eng_mod.EngineModel], element_
         f"max-width:45%;flex:none;box-sizing:border-box}}#{element_id} td{{font-family:monospace}}"
         # the result tables' labels break between words only (the book's tables may break anywhere on a phone)
         f"#{element_id} th{{overflow-wrap:normal;word-break:normal}}"
+        # a result table's "problem" row shows only when there is one
+        f'#{element_id} tr:has(> td[id$="-error"]:empty){{display:none}}'
         f"</style>\n"
     )
     return style + (
