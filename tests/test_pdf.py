@@ -8,7 +8,9 @@ no raw TeX; the bibliography; no source line of a cell tagged hide-input (only i
 alone; figures as vector graphics; no web-only sentence (a slider, a folded cell, "this page") nor code that only
 drives the web page; nothing in the bottom margin, no line leading into an equation left on the page before it,
 no chapter-end page holding only a short output, no heading at a page foot with under two lines after it;
-numbered and captioned tables, cross-references as "Chapter N" and "Appendix A", no icon font; and a sample of
+numbered and captioned tables, cross-references as "Chapter N" and "Appendix A", no icon font; every "Going
+deeper" fold-out's title printed, no "((4.4))", no call-out label ("Solution to Exercise 1.2") alone at a page
+foot; and a sample of
 the glued numbers of every chapter, the same in the PDF as in
 the stored outputs the HTML renders (and in the built HTML itself when there is one: ``$BOOK_HTML``, else
 ``_build/strict/_build/html``, else ``_build/html``).
@@ -708,7 +710,11 @@ def test_mathematics_in_the_contents_and_bookmarks(outline, pages) -> None:
 WEB_ONLY = [r"\b[Dd]rag(?:ging)?\b", r"\b[Tt]his page\b", r"\bin your browser\b", r"\bThe slider below\b",
             r"\bThe form below\b", r"\b[Cc]lick\b", r"\bsliders?\b", r"\bweb page\b", r"\b[Tt]his site\b",
             r"\bbrowser\b", r"\bfolded\b(?! into)", r"\bcell (?:above|below)\b", r"\bexplore\(",
-            r"\bset_uuid\b", r"\blib\.book\.widgets\b"]
+            r"\bset_uuid\b", r"\blib\.book\.widgets\b",
+            # the calculator is a form on the web page; on paper it is tables (a config's fields, a closed form
+            # and "the form of" are other things)
+            r"\b[Cc]alculator\b", r"\b(?:[Ee]very|[Ee]ach|[Ii]ts|overhead|input|empty) fields?\b",
+            r"\b[Tt]he form(?:’s|'s)? (?:below|above|opens|runs|has|gives)\b", r"\bin the form\b(?! of)"]
 
 
 def web_only_phrases(text: str) -> dict[str, list[str]]:
@@ -726,6 +732,10 @@ def test_web_only_detector() -> None:
     assert list(web_only_phrases("The code is folded; the cell below times it.")) == [r"\bfolded\b(?! into)",
                                                                                      r"\bcell (?:above|below)\b"]
     assert web_only_phrases("The up-projections can be folded into the query.") == {}
+    assert list(web_only_phrases("Every field is at its default. The calculator's presets.")) == [
+        r"\b[Cc]alculator\b", r"\b(?:[Ee]very|[Ee]ach|[Ii]ts|overhead|input|empty) fields?\b"]
+    assert web_only_phrases("A closed form, the additive form, a config's field names; A field is read. "
+                            "Three GPUs cannot form a group.") == {}
 
 
 def test_no_web_only_text(text: str) -> None:
@@ -857,6 +867,68 @@ def test_no_heading_at_a_page_foot(words, body_height: float) -> None:
     """Every section heading has at least two lines of text under it on its page (1 page at c78739c)."""
     found = [(i + 1, h) for i, page in enumerate(words) for h in headings_at_foot(page, body_height)]
     assert not found, f"{len(found)} headings at a page foot with under two lines after them: {found}"
+
+
+def _letters(s: str) -> str:
+    """Only the letters of ``s``, lower case: a title set in small capitals, hyphenated or broken across lines,
+    compares with its source."""
+    return re.sub(r"[^a-z]", "", s.lower())
+
+
+def _dropdown_titles() -> list[str]:
+    """The titles of the chapters' fold-outs (``{dropdown}`` directives: "Going deeper: ...")."""
+    titles = []
+    for stem in re.findall(r"file:\s*(chapters/\S+)", (ROOT / "_toc.yml").read_text()):
+        for cell in json.loads((ROOT / f"{stem}.ipynb").read_text())["cells"]:
+            if cell["cell_type"] == "markdown":
+                titles += re.findall(r"^[`:]{3,}\{dropdown\}[ \t]*(.+)$", "".join(cell["source"]), flags=re.M)
+    return titles
+
+
+def test_fold_out_titles_print(text: str) -> None:
+    """Every "Going deeper" fold-out prints its title as a call-out's label (20 printed as untitled boxes at
+    f6979d9, R7)."""
+    titles = _dropdown_titles()
+    assert len(titles) >= 15, f"only {len(titles)} dropdown titles found in the chapters"
+    flat = _letters(text)
+    missing = [t for t in titles if _letters(_plain(t) if "$" in t else t) not in flat]
+    assert not missing, f"{len(missing)} of {len(titles)} fold-out titles are not in {PDF}: {missing}"
+
+
+def test_no_doubled_equation_brackets(text: str) -> None:
+    """An equation reference prints "(4.4)", not "((4.4))" (the role brackets it already; 16 at f6979d9, R7)."""
+    flat = " ".join(text.split())
+    found = re.findall(r".{0,40}\(\(\d+\.\d+\)\).{0,10}", flat)
+    assert not found, f"{len(found)} doubled brackets around an equation number: {found[:6]}"
+
+
+LABEL = re.compile(r"(?:Solution to )?Exercise \d+\.\d+\.?|Going deeper:.*|Takeaways|Pitfall.*", flags=re.I)
+
+
+def labels_at_foot(page) -> list[str]:
+    """A call-out's label ("Solution to Exercise 1.2", a line of its own in small capitals, which the PDF's text
+    holds in the source's case) that is the last line of its page, its body on the next."""
+    lines = _lines(_body(page))
+    if not lines:
+        return []
+    last = " ".join(w.text for w in lines[-1])
+    return [last] if LABEL.fullmatch(last) else []
+
+
+def test_label_at_foot_detector() -> None:
+    text = [Word(70, 600, 300, 612, "Some"), Word(70, 700, 150, 712, "Solution"), Word(155, 700, 170, 712, "to"),
+            Word(175, 700, 240, 712, "Exercise"), Word(245, 700, 260, 712, "1.2")]
+    assert labels_at_foot((595, 842, text)) == ["Solution to Exercise 1.2"]
+    assert labels_at_foot((595, 842, [*text, Word(70, 716, 300, 728, "The")])) == []
+    assert labels_at_foot((595, 842, [Word(70, 700, 150, 712, "Exercise"), Word(155, 700, 170, 712, "10.3"),
+                                      Word(175, 700, 240, 712, "Derive")])) == []
+
+
+def test_no_call_out_label_at_a_page_foot(words) -> None:
+    """A "Solution to Exercise N" (or any call-out's) label keeps its first lines with it (4 pages ended with one
+    at f6979d9, R7)."""
+    found = [(i + 1, t) for i, page in enumerate(words) for t in labels_at_foot(page)]
+    assert not found, f"{len(found)} call-out labels end a page, their body on the next (page, label): {found}"
 
 
 def test_tables_are_numbered_and_captioned(text: str) -> None:

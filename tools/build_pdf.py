@@ -13,8 +13,8 @@
    of its answers for four presets, every table gets a number and a caption ("Table 11.2 ...",
    ``_static/pdf/print_tables.json``), a cross-reference to a chapter prints as "Chapter N" (a section "Section
    N.M", the back matter "Appendix A"), links print dark and not underlined, call-outs as a small-capitals label
-   between rules, and links to the book's own files point to ``html.baseurl`` (or ``$BOOK_URL``) or, with none,
-   are plain text. The site's navigation, buttons and
+   between rules (a "Going deeper" fold-out too, its title the label), and links to the book's own files point
+   to ``html.baseurl`` (or ``$BOOK_URL``) or, with none, are plain text. The site's navigation, buttons and
    "Show/Hide code cell" labels are removed, a cell tagged ``hide-input`` prints its output only, every other
    collapsed cell is opened, empty frames are dropped, a code or output box of up to 12 lines never splits
    across pages and a longer one splits between its lines (so no page ends with an empty frame), a paragraph

@@ -12,6 +12,16 @@ window.bookPdf = {
       .forEach(drop);
     // Collapsed cells open (a <details> becomes a plain <div>: without its summary a browser would label it
     // "Details"), their "Show/Hide code cell ..." labels and every toggle button removed.
+    // A "Going deeper" fold-out (a sphinx-design dropdown) keeps its title, printed as a call-out's label
+    // (print.css: .book-dropdown-title), not its chevron.
+    document.querySelectorAll('details.sd-dropdown > summary').forEach(s => {
+      const text = s.querySelector('.sd-summary-text') || s;
+      const title = document.createElement('p');
+      title.className = 'book-dropdown-title';
+      title.innerHTML = text.innerHTML;
+      s.parentElement.classList.add('book-dropdown');
+      s.replaceWith(title);
+    });
     document.querySelectorAll('summary, .toggle-button, button.copybtn, a.headerlink').forEach(drop);
     document.querySelectorAll('details').forEach(d => {
       const div = document.createElement('div');
@@ -381,6 +391,10 @@ window.bookPdf = {
             while (next && next.nodeType === Node.TEXT_NODE && !next.textContent.trim()) next = next.nextSibling;
             if (next && next.nodeType === Node.ELEMENT_NODE && next.matches('span.math, mjx-container')) next.remove();
           }
+          if (drop === 'drop-next') {  // the element right after this text goes (a command: "(`make pdf`)")
+            const next = node.nextSibling;
+            if (next && next.nodeType === Node.ELEMENT_NODE) next.remove();
+          }
         });
         if (!hits) missed.push([rule.where, web]);
       });
@@ -638,7 +652,7 @@ window.bookPdf = {
     const unit = value('gpu_unit');
     const lead = document.createElement('p');
     lead.className = 'book-calculator-lead';
-    lead.textContent = `Every field is at its default: a ` +
+    lead.textContent = `Every preset is planned for this chapter’s question: a ` +
       `context of ${Number(value('context')).toLocaleString('en-US')} tokens, ${value('users')} concurrent ` +
       `sequence${value('users') === '1' ? '' : 's'}, ` +
       (value('gpu') && value('gpu') !== 'custom' ? `the ${value('gpu')} preset (` : '') +
@@ -686,6 +700,12 @@ window.bookPdf = {
     // text's width
     document.querySelectorAll('.cell_output img').forEach(img => {
       if (img.naturalWidth && img.naturalHeight > 1.6 * img.naturalWidth) img.classList.add('book-tall');
+      // a portrait figure (a diagram such as Fig. 13.2, drawn 116 mm wide with 9.5 pt text) gets up to 120 mm:
+      // held to 80 mm it printed at 36 % of the text's width, its text at under 5 pt (R5). Not a taller one
+      // (Fig. 4.1, 1.6 times as tall as wide): at 120 mm it no longer fitted under its page's text and left half
+      // that page empty.
+      else if (img.naturalWidth && img.naturalHeight > 1.3 * img.naturalWidth &&
+               img.naturalHeight <= 1.5 * img.naturalWidth) img.classList.add('book-portrait');
     });
     // A chapter's last boxes end with it: their bottom padding and margin, carried past a full page, printed an
     // empty page before the next chapter (3 at 505a96d)
