@@ -12,6 +12,20 @@ window.bookPdf = {
       .forEach(drop);
     // Collapsed cells open (a <details> becomes a plain <div>: without its summary a browser would label it
     // "Details"), their "Show/Hide code cell ..." labels and every toggle button removed.
+    // An inline formula and the punctuation right after it ("… t", ")") on one line: a line began with ")" (R7)
+    document.querySelectorAll('mjx-container:not([display="true"])').forEach(m => {
+      const box = m.parentElement && m.parentElement.matches('span.math') && m.parentElement.childNodes.length === 1
+        ? m.parentElement : m;
+      const next = box.nextSibling;
+      if (!next || next.nodeType !== Node.TEXT_NODE) return;
+      const lead = next.textContent.match(/^[)\]}.,;:!?’”]+/);
+      if (!lead) return;
+      const keep = document.createElement('span');
+      keep.className = 'book-nobreak';
+      box.replaceWith(keep);
+      keep.append(box, lead[0]);
+      next.textContent = next.textContent.slice(lead[0].length);
+    });
     // A "Going deeper" fold-out (a sphinx-design dropdown) keeps its title, printed as a call-out's label
     // (print.css: .book-dropdown-title), not its chevron.
     document.querySelectorAll('details.sd-dropdown > summary').forEach(s => {
@@ -450,6 +464,17 @@ window.bookPdf = {
         t.classList.add('book-numbered');
       });
     });
+    // (after the captions: print_tables.json names a table by its header as the chapter prints it)
+    document.querySelectorAll('table').forEach(t => {
+      // a code output's table (pandas) sets "1 x H100" with a times sign and "-12" with a minus, as the text does
+      if (!t.closest('.cell_output, .output')) return;
+      const walker = document.createTreeWalker(t, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        if (node.parentElement.closest('code, pre, mjx-container')) continue;
+        const typeset = node.textContent.replace(/(\d) x (?=[\dA-Z])/g, '$1 × ').replace(/(^|[\s(])-(?=\d)/g, '$1−');
+        if (typeset !== node.textContent) node.textContent = typeset;
+      }
+    });
     const unmatched = entries.filter((e, j) => !used.has(j)).map(e => `${e.doc}: ${e.header}`);
     return {uncaptioned, unmatched};
   },
@@ -590,9 +615,9 @@ window.bookPdf = {
     });
     const value = (n) => { const i = root.querySelector('[name=' + n + ']'); return i ? i.value : ''; };
     // A cell as print sets it: proportional text, identifiers (max_num_seqs) in monospace and never broken,
-    // "x" between numbers as a times sign
+    // "x" between numbers or before a factor ("x0.4") as a times sign, an apostrophe as a typeset one
     const cell = (el, v) => {
-      v.replace(/ x /g, ' × ').split(/([A-Za-z]+(?:_[A-Za-z0-9]+)+)/).forEach((piece, i) => {
+      v.replace(/ x /g, ' × ').replace(/\bx(?=\d)/g, '×').replace(/(\w)'/g, '$1’').split(/([A-Za-z]+(?:_[A-Za-z0-9]+)+)/).forEach((piece, i) => {
         if (i % 2) { const c = document.createElement('code'); c.className = 'book-id'; c.textContent = piece; el.append(c); }
         else if (piece) el.append(piece);
       });
