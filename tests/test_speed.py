@@ -11,7 +11,6 @@ import pytest
 import torch
 
 from lib import speed
-from lib.book import diagrams_speed
 from lib.planner import forward_flops, model_kv_bytes_per_sequence, parameter_count
 from lib.planner.config import load_config
 
@@ -202,21 +201,6 @@ def test_probes_run_small_and_restore_threads():
     assert torch.get_num_threads() == before
     with pytest.raises(ValueError, match="at least one"):
         speed.time_decode([], [1])
-
-
-def test_roofline_diagram_returns_what_it_drew():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots()
-    ridge, allowed = diagrams_speed.roofline(ax, 1e12, 1e11, {"low": 2.0, "high": 50.0})
-    assert ridge == 10
-    assert allowed == {"low": 2e11, "high": 1e12}
-    with pytest.raises(ValueError, match="intensity"):
-        diagrams_speed.roofline(ax, 1e12, 1e11, {"bad": 0.0})
-    plt.close(fig)
 
 
 def test_decode_step_agrees_with_the_planners_roofline(llama, mixtral):
